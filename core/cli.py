@@ -1,4 +1,4 @@
-"""The ``flowrt`` command: ``flowrt plugins`` and ``flowrt demo``."""
+"""The ``flowrt`` command: ``flowrt plugins``, ``flowrt demo`` and ``flowrt server``."""
 from __future__ import annotations
 
 import argparse
@@ -44,6 +44,50 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(steps=args.steps, out_dir=args.out)
 
 
+def _cmd_server(args: argparse.Namespace) -> int:
+    """Run one task of a cluster until the cluster is shut down (or SIGTERM/SIGINT)."""
+    import json
+    import signal
+
+    from .cluster import ClusterSpec, cluster_from_environment
+    from .server import Server
+
+    try:
+        if args.cluster:
+            with open(args.cluster, encoding="utf-8") as f:
+                text = f.read()
+            try:
+                spec_json = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{args.cluster} is not valid JSON: {e}") from None
+            if isinstance(spec_json, dict) and "cluster" in spec_json:
+                cluster, job, task = cluster_from_environment(text)
+            else:
+                cluster, job, task = ClusterSpec(spec_json), None, None
+        else:
+            cluster, job, task = cluster_from_environment()
+        job = args.job or job
+        task = args.task if args.task is not None else task
+        if job is None:
+            raise ValueError("say which task this is: --job and --task (or a \"task\" in "
+                             "the FLOWRT_CONFIG JSON)")
+        server = Server(cluster, job_name=job, task_index=task or 0,
+                        protocol=args.protocol, health_check_period=args.health_check_period)
+    except (OSError, ValueError, TypeError) as e:
+        print(f"flowrt server: {e}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    print(f"flowrt server: /job:{server.job_name}/task:{server.task_index} serving "
+          f"{server.target}", flush=True)
+    try:
+        while not server.join(0.5):
+            pass
+    except KeyboardInterrupt:
+        server.stop()
+    print(f"flowrt server: stopped ({server.shutdown_reason or 'stop'})", flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flowrt`` console script."""
     p = argparse.ArgumentParser(prog="flowrt", description="flowrt dataflow runtime")
@@ -56,6 +100,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="directory for the traced step's timeline (Chrome trace JSON) "
                          "and graph (Graphviz DOT); default: the current directory")
     sd.set_defaults(fn=_cmd_demo)
+    sv = sub.add_parser("server", help="run one task of a cluster (ps or worker)",
+                        description="Serve one task of a cluster. The cluster comes from "
+                        "--cluster (a JSON file: {job: [host:port, ...]}, or a "
+                        "TF_CONFIG-shaped object) or from the FLOWRT_CONFIG environment "
+                        "variable ({\"cluster\": {...}, \"task\": {\"type\": \"worker\", "
+                        "\"index\": 0}}). Runs until the cluster is shut down "
+                        "(flowrt.train.shutdown_cluster) or the process gets SIGTERM.")
+    sv.add_argument("--cluster", metavar="FILE", help="cluster JSON file")
+    sv.add_argument("--job", help="this task's job name")
+    sv.add_argument("--task", type=int, help="this task's index")
+    sv.add_argument("--protocol", default="grpc", help="grpc (default), zmq or inproc")
+    sv.add_argument("--health-check-period", type=float, default=None,
+                    help="seconds between health checks of the other tasks (default 1)")
+    sv.set_defaults(fn=_cmd_server)
     args = p.parse_args(argv)
     return int(args.fn(args) or 0)
 

@@ -10,20 +10,47 @@ transport clients).
 from __future__ import annotations
 
 import itertools
+import queue
+import random
 import threading
 import time
 from typing import Any, Sequence
 
 from . import errors
 from .cost_model import CostModel
+from .device_spec import DeviceSpec
 from .executor import NodeStat
 from .ir import GraphIR, extract_step_graph
 from .partition import Partition, partition, partition_graph_defs
 from .placement import place
 
-__all__ = ["Master", "MasterSession", "CompiledStep"]
+__all__ = ["Master", "MasterSession", "CompiledStep", "HEALTH_CHECK_PERIOD"]
 
 _step_ids = itertools.count(1)
+
+#: seconds between the master's health checks of the other tasks of its cluster
+HEALTH_CHECK_PERIOD = 1.0
+#: seconds a health check waits for an answer
+HEALTH_CHECK_TIMEOUT = 2.0
+
+
+def _task_name(w: Any) -> str:
+    return f"/job:{w.job}/replica:0/task:{w.task}"
+
+
+class _Inflight:
+    """A step running on several tasks: the master waits on ``q`` for each task's
+    result, or for a failure the health checker reports."""
+
+    __slots__ = ("step_id", "workers", "q")
+
+    def __init__(self, step_id: int, workers: list[Any]):
+        self.step_id, self.workers = step_id, workers
+        self.q: "queue.SimpleQueue[tuple[int, Any, BaseException | None]]" = \
+            queue.SimpleQueue()
+
+    def fail(self, error: BaseException) -> None:
+        self.q.put((-1, None, error))
 
 
 class CompiledStep:
@@ -50,6 +77,10 @@ class _PassContext:
         self.fetches = list(ir.fetches)
         self.feeds = list(ir.feeds)
         self.targets = list(ir.targets)
+
+
+#: passes whose output only an in-process worker can run
+_LOCAL_PASSES = frozenset({"elementwise_fusion"})
 
 
 def _pass_enabled(config: Any, p: Any) -> bool:
@@ -89,6 +120,8 @@ class MasterSession:
         self._by_sig: dict[tuple[Any, ...], int] = {}
         self._ids = itertools.count(1)
         self.closed = False
+        #: the client's graph version this master holds (remote sessions)
+        self.graph_version = 0
         # measured node times and the devices of stateful nodes (cost-model placer)
         self.cost_model = CostModel()
 
@@ -129,10 +162,12 @@ class MasterSession:
         feeds, fetches, targets = self._resolve(cs)
         ir = extract_step_graph(self.graph, feeds, fetches, targets)
         ctx = _PassContext(runtime, self.config, ir)
-        for p in runtime.graph_passes:
-            if _pass_enabled(self.config, p):
-                p.run(ir, ctx)
         workers = self.master.workers_for(self.config)
+        remote = any(w is not self.master.local_worker for w in workers)
+        for p in runtime.graph_passes:
+            # fused kernels hold Python values with no wire form: not for remote tasks
+            if _pass_enabled(self.config, p) and not (remote and p.name in _LOCAL_PASSES):
+                p.run(ir, ctx)
         devices = [d for w in workers for d in w.devices]
         cfg = self.config
         placed = place(ir, devices, runtime,
@@ -141,13 +176,30 @@ class MasterSession:
                        config=cfg, cost_model=self.cost_model)
         owners = {id(d): w for w in workers for d in w.devices}
         used = {id(owners[id(d)]): owners[id(d)] for d in placed.values()}
-        if len(used) > 1:
-            raise errors.UnimplementedError(None, None, "a step spanning several tasks "
-                                            "needs the distributed runtime")
-        worker = next(iter(used.values())) if used else workers[0]
         threads = int(cfg.inter_op_parallelism_threads) if cfg is not None else 0
         for p in cs.parts:
             p[0].deregister_graph(p[1])
+        cs.parts = []
+        if len(used) > 1:
+            parts = partition(ir, placed, runtime)
+            by_worker: dict[int, list[Any]] = {}
+            for p in parts:
+                by_worker.setdefault(id(owners[id(p.device)]), []).append(p)
+            # the local worker's share runs on the caller's thread, after the others
+            # were started
+            order = sorted(by_worker, key=lambda k: used[k] is self.master.local_worker)
+            for k in order:
+                w = used[k]
+                wparts = by_worker[k]
+                h = w.register_partitions(self.handle, wparts, len(ir.fetches), threads)
+                cs.parts.append((w, h, sorted(pos for p in wparts
+                                              for pos in p.fetch_positions)))
+            cs.partitions = parts
+            cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
+            cs.ir = ir
+            cs.version = version
+            return
+        worker = next(iter(used.values())) if used else workers[0]
         if len({d.name for d in placed.values()}) > 1:
             parts = partition(ir, placed, runtime)
             handle = worker.register_partitions(self.handle, parts, len(ir.fetches), threads)
@@ -156,7 +208,7 @@ class MasterSession:
             parts = [Partition(device, ir)]
             handle = worker.register_graph(self.handle, ir, ir.fetches, threads)
         cs.partitions = parts
-        cs.parts = [(worker, handle)]
+        cs.parts = [(worker, handle, list(range(len(ir.fetches))))]
         cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
         cs.ir = ir
         cs.version = version
@@ -173,23 +225,95 @@ class MasterSession:
             with self._lock:
                 if cs.version != self.graph.version:
                     self._compile(cs)
-        step_id = next(_step_ids)
         stats: list[NodeStat] | None = [] if trace else None
-        worker, handle = cs.parts[0]
         if not timeout_ms and self.config is not None:
             timeout_ms = self.config.operation_timeout_in_ms
         timeout = timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
-        out = worker.run_graph(handle, step_id, args, stats, timeout=timeout)
+        if len(cs.parts) == 1:
+            worker, handle, _ = cs.parts[0]
+            step_id = next(_step_ids) if worker is self.master.local_worker and \
+                self.master.cluster is None else random.getrandbits(63) or 1
+            out = worker.run_graph(handle, step_id, args, stats, timeout=timeout)
+        else:
+            out = self._run_on_workers(cs, args, stats, timeout)
         if stats:
             self.cost_model.record_step_stats(stats, cs.ir)
         return out, stats
+
+    def _run_on_workers(self, cs: CompiledStep, args: Sequence[Any],
+                        stats: list[NodeStat] | None, timeout: float | None) -> list[Any]:
+        """One step over several tasks: one RunGraph per task, the others' started
+        first; the first failure (a task's error, or the health checker finding a task
+        gone) aborts the step everywhere and is raised."""
+        from .worker import _partition_pool
+
+        master = self.master
+        step_id = random.getrandbits(63) or 1
+        workers = [p[0] for p in cs.parts]
+        fl = _Inflight(step_id, workers)
+        master._inflight[step_id] = fl
+        out: list[Any] = [None] * len(cs.fetches)
+        part_stats: list[list[NodeStat] | None] = [None if stats is None else []
+                                                   for _ in cs.parts]
+        local = master.local_worker
+
+        def run(i: int) -> None:
+            w, h, _ = cs.parts[i]
+            try:
+                r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout)
+            except BaseException as e:  # noqa: BLE001 - reported to the waiting master
+                fl.q.put((i, None, _name_task(e, w)))
+                return
+            fl.q.put((i, r, None))
+
+        try:
+            pool = _partition_pool()
+            inline = None
+            for i, (w, _h, _p) in enumerate(cs.parts):
+                if w is local and inline is None:
+                    inline = i
+                else:
+                    pool.submit(run, i)
+            if inline is not None:
+                run(inline)
+            remaining = len(cs.parts)
+            error: BaseException | None = None
+            while remaining:
+                i, r, e = fl.q.get()
+                if i >= 0:
+                    remaining -= 1
+                if e is not None:
+                    error = e
+                    break
+                for pos in cs.parts[i][2]:
+                    out[pos] = r[pos]
+            if error is not None:
+                for w in workers:
+                    if w is local:
+                        w.abort_step(step_id, error)
+                    else:
+                        pool.submit(w.abort_step, step_id, error)
+                raise error
+        finally:
+            master._inflight.pop(step_id, None)
+        if stats is not None:
+            for ps in part_stats:
+                stats.extend(ps or ())
+        return out
+
+    def check_graph_version(self, version: int) -> None:
+        """A remote client's request names the graph version it expects."""
+        if version and version > self.graph_version:
+            raise errors.FailedPreconditionError(
+                None, None, f"session {self.handle}: the client's graph version {version} "
+                f"was never sent to the master (it has {self.graph_version})")
 
     def release_callable(self, cid: int) -> None:
         with self._lock:
             cs = self._callables.pop(cid, None)
             if cs is not None:
                 self._by_sig = {k: v for k, v in self._by_sig.items() if v != cid}
-                for w, h in cs.parts:
+                for w, h, _ in cs.parts:
                     w.deregister_graph(h)
 
     def partition_graphs(self, cid: int) -> list[Any]:
@@ -199,12 +323,43 @@ class MasterSession:
     def placement_of(self, cid: int) -> dict[str, str]:
         return dict(self._callables[cid].placement)
 
+    def invalidate(self, worker: Any) -> None:
+        """``worker`` restarted: the steps registered on it compile again when next run."""
+        with self._lock:
+            for cs in self._callables.values():
+                if any(p[0] is worker for p in cs.parts):
+                    cs.parts = [p for p in cs.parts if p[0] is not worker]
+                    cs.version = -1
+
     def close(self) -> None:
         self.closed = True
         for w in self.master.workers_for(self.config):
-            w.cleanup_session(self.handle)
+            try:
+                w.cleanup_session(self.handle)
+            except errors.OpError:
+                pass
         self._callables.clear()
         self._by_sig.clear()
+
+
+def _name_task(e: BaseException, w: Any) -> BaseException:
+    """Make a transport failure name the task it happened on."""
+    if isinstance(e, (errors.UnavailableError, errors.DeadlineExceededError)) and \
+            getattr(w, "job", None) and "/job:" not in e.message:
+        target = getattr(w, "target", "")
+        return type(e)(None, None, f"task {_task_name(w)}" +
+                       (f" at {target}" if target else "") + f": {e.message}")
+    return e
+
+
+def _matches(filters: Sequence[str], job: str, task: int) -> bool:
+    if not filters:
+        return True
+    for f in filters:
+        sp = DeviceSpec.from_string(f)
+        if (sp.job is None or sp.job == job) and (sp.task is None or sp.task == task):
+            return True
+    return False
 
 
 class Master:
@@ -212,24 +367,193 @@ class Master:
 
     :param runtime: the runtime
     :param local_worker: the worker in this process (in-process sessions use only it)
+    :param cluster: the :class:`~flowrt.cluster.ClusterSpec` of a server's cluster
+        (None: this master has only its local worker)
+    :param transport: how to reach the other tasks of ``cluster``
+    :param health_check_period: seconds between health checks of the other tasks
+        (default :data:`HEALTH_CHECK_PERIOD`)
     """
 
-    def __init__(self, runtime: Any, local_worker: Any):
+    def __init__(self, runtime: Any, local_worker: Any, cluster: Any = None,
+                 transport: Any = None, health_check_period: float | None = None):
         self.runtime = runtime
         self.local_worker = local_worker
+        self.cluster = cluster
+        self.transport = transport
+        self.health_check_period = health_check_period or HEALTH_CHECK_PERIOD
         self._sessions: dict[str, MasterSession] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._clients: dict[tuple[str, int], Any] = {}
+        self._inflight: dict[int, _Inflight] = {}
+        self._monitor: threading.Thread | None = None
+        self._stopped = threading.Event()
+        self._down: dict[tuple[str, int], str] = {}
+        self._incarnations: dict[tuple[str, int], int] = {}
+
+    # -- the cluster ----------------------------------------------------------------
+    def worker_for(self, job: str, task: int) -> Any:
+        """The worker service of ``/job:job/task:task`` (a client unless it is ours)."""
+        lw = self.local_worker
+        if job == lw.job and task == lw.task:
+            return lw
+        c = self._clients.get((job, task))
+        if c is None:
+            if self.cluster is None:
+                raise errors.InvalidArgumentError(None, None, f"/job:{job}/task:{task} is "
+                                                  "not a task of this master's cluster")
+            try:
+                addr = self.cluster.task_address(job, task)
+            except ValueError as e:
+                raise errors.InvalidArgumentError(None, None, str(e)) from None
+            with self._lock:
+                c = self._clients.get((job, task))
+                if c is None:
+                    c = self._clients[(job, task)] = self.transport.worker_client(addr)
+                    if getattr(c, "job", None) in (None, ""):
+                        c.job, c.task = job, task
+        return c
 
     def workers_for(self, config: Any) -> list[Any]:
-        return [self.local_worker]
+        """The workers a session with ``config`` may use (``device_filters``)."""
+        if self.cluster is None:
+            return [self.local_worker]
+        filters = list(config.device_filters) if config is not None else []
+        out = []
+        for job in self.cluster.jobs:
+            for task in self.cluster.task_indices(job):
+                if _matches(filters, job, task):
+                    out.append(self.worker_for(job, task))
+        if not out:
+            raise errors.InvalidArgumentError(None, None, f"device_filters {filters} match "
+                                              "no task of the cluster "
+                                              f"{self.cluster.as_dict()}")
+        return out
 
+    def _connect(self, workers: list[Any], deadline_s: float) -> None:
+        """Wait until every remote worker answers (up to ``deadline_s``), then learn its
+        devices; name the first task that never answered."""
+        deadline = time.monotonic() + deadline_s
+        for w in workers:
+            if w is self.local_worker or not hasattr(w, "get_status"):
+                continue
+            delay = 0.05
+            while True:
+                try:
+                    left = max(0.2, deadline - time.monotonic())
+                    resp = w.get_status(timeout=min(left, 10.0))
+                    key = (w.job, w.task)
+                    if getattr(resp, "job", "") and (resp.job, resp.task) != key:
+                        raise errors.InvalidArgumentError(
+                            None, None, f"the server at {w.target} is "
+                            f"/job:{resp.job}/task:{resp.task}, but the cluster says "
+                            f"{_task_name(w)} is there")
+                    self._incarnations[key] = w.incarnation
+                    self._down.pop(key, None)
+                    break
+                except (errors.UnavailableError, errors.DeadlineExceededError) as e:
+                    if time.monotonic() + delay >= deadline:
+                        raise errors.UnavailableError(
+                            None, None, f"could not reach task {_task_name(w)} at "
+                            f"{w.target} within {deadline_s:g} s "
+                            f"(last error: {e.message})") from None
+                    time.sleep(delay)
+                    delay = min(1.0, delay * 2)
+        if self.cluster is not None:
+            self._start_monitor()
+
+    def _start_monitor(self) -> None:
+        if self._monitor is not None:
+            return
+        with self._lock:
+            if self._monitor is None:
+                t = threading.Thread(target=self._health_loop, name="flowrt-health",
+                                     daemon=True)
+                self._monitor = t
+                t.start()
+
+    def _health_loop(self) -> None:
+        """Every period, ask each remote task for its status. A task that does not
+        answer fails the steps that involve it (UnavailableError naming it); one that
+        answers with a new incarnation restarted: its graphs are registered again."""
+        from .worker import _partition_pool
+
+        while not self._stopped.wait(self.health_check_period):
+            clients = list(self._clients.items())
+            if not clients or not self._sessions:
+                continue
+            futs = [(k, c, _partition_pool().submit(c.get_status,
+                                                    timeout=HEALTH_CHECK_TIMEOUT))
+                    for k, c in clients]
+            for key, c, f in futs:
+                try:
+                    f.result(HEALTH_CHECK_TIMEOUT + 1.0)
+                except Exception as e:  # noqa: BLE001 - the task is unreachable
+                    msg = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+                    self._task_failed(c, errors.UnavailableError(
+                        None, None, f"task {_task_name(c)} at {c.target} is unreachable "
+                        f"(health check failed: {msg})"))
+                    continue
+                old = self._incarnations.get(key)
+                self._down.pop(key, None)
+                if old is not None and old != c.incarnation:
+                    self._incarnations[key] = c.incarnation
+                    self._task_restarted(c, errors.AbortedError(
+                        None, None, f"task {_task_name(c)} at {c.target} restarted "
+                        "(new incarnation); its state was lost"))
+                elif old is None:
+                    self._incarnations[key] = c.incarnation
+
+    def _task_failed(self, w: Any, error: errors.OpError) -> None:
+        self._down[(w.job, w.task)] = error.message
+        for fl in list(self._inflight.values()):
+            if w in fl.workers:
+                fl.fail(error)
+
+    def _task_restarted(self, w: Any, error: errors.OpError) -> None:
+        self._task_failed(w, error)
+        self._down.pop((w.job, w.task), None)
+        w._devices = None  # new device incarnations
+        for s in list(self._sessions.values()):
+            s.invalidate(w)
+
+    # -- sessions ---------------------------------------------------------------------
     def create_session(self, graph: Any, config: Any = None) -> str:
         """Start a session on ``graph`` (a Graph object in-process); returns its handle."""
-        handle = f"s{next(self._ids)}_{int(time.time() * 1e3) & 0xffffff:x}"
+        handle = f"s{next(self._ids)}_{random.getrandbits(48):012x}"
+        if self.cluster is not None:
+            ms = config.operation_timeout_in_ms if config is not None else 0
+            self._connect(self.workers_for(config), ms / 1000.0 if ms > 0 else 30.0)
         with self._lock:
             self._sessions[handle] = MasterSession(self, handle, graph, config)
         return handle
+
+    def create_session_from_graph_def(self, graph_def: Any, config: Any = None,
+                                      version: int = 0) -> str:
+        """A session for a remote client: its graph arrives as a GraphDef."""
+        h = self.create_session(self._import(graph_def), config)
+        self._sessions[h].graph_version = version
+        return h
+
+    def extend_session(self, handle: str, graph_def: Any, version: int) -> None:
+        """The client's graph grew: replace the session's graph by its new version."""
+        s = self.session(handle)
+        g = self._import(graph_def)
+        with s._lock:
+            s.graph = g
+            s.graph_version = version
+
+    def _import(self, graph_def: Any) -> Any:
+        from .graph import Graph
+        from .graph_def import import_graph_def
+
+        g = Graph(self.runtime)
+        try:
+            with g.as_default():
+                import_graph_def(graph_def, name="")
+        except (ValueError, TypeError, KeyError) as e:
+            raise errors.InvalidArgumentError(None, None, f"bad GraphDef: {e}") from None
+        return g
 
     def session(self, handle: str) -> MasterSession:
         s = self._sessions.get(handle)
@@ -255,3 +579,30 @@ class Master:
             self.close_session(h)
         for w in self.workers_for(None):
             w.reset(containers)
+
+    def shutdown_cluster(self, reason: str = "") -> None:
+        """Stop every other task of the cluster (their ``Server.join()`` returns); the
+        caller stops its own server."""
+        for h in list(self._sessions):
+            try:
+                self.close_session(h)
+            except errors.OpError:
+                pass
+        if self.cluster is not None:
+            for job in self.cluster.jobs:
+                for task in self.cluster.task_indices(job):
+                    w = self.worker_for(job, task)
+                    if w is self.local_worker:
+                        continue
+                    try:
+                        w.shutdown(reason)
+                    except errors.OpError:
+                        pass  # already gone
+
+    def stop(self) -> None:
+        """Stop the health checker and close the clients (the server is stopping)."""
+        self._stopped.set()
+        for c in list(self._clients.values()):
+            close = getattr(c, "close", None)
+            if close is not None:
+                close()

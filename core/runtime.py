@@ -115,6 +115,11 @@ class Runtime:
             eps = list(entry_points(group="flowrt"))
         except Exception:  # pragma: no cover - broken metadata
             eps = []
+        # a deterministic order whatever sys.path looks like: built-ins first, in their
+        # listed order, then third-party plugins by name
+        order = list(BUILTIN_PLUGINS)
+        eps.sort(key=lambda ep: (0, order.index(ep.name), "") if ep.name in BUILTIN_PLUGINS
+                 else (1, 0, ep.name))
         for ep in eps:
             if ep.name in seen:
                 other = self._infos[ep.name]

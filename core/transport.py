@@ -1,9 +1,30 @@
-"""Transport base class: how masters, workers and clients talk across a URL scheme."""
+"""Transport base classes: how masters, workers and clients talk across a URL scheme.
+
+Two kinds of transport exist:
+
+- an *object* transport (``inproc``) hands the master and worker objects themselves to
+  its clients: calls are plain method calls, arrays pass by reference;
+- a *message* transport (``grpc``, ``zmq``, or a third party's) subclasses
+  :class:`MessageTransport` and only moves framed messages: a method name, a small
+  header (serialised protobuf, owned by the core) and a list of raw buffers (tensor
+  payloads). The core's :mod:`flowrt.rpc` encodes and decodes those messages and
+  dispatches them to the master and worker services, so every message transport speaks
+  the same protocol (docs/wire.md) and a new transport is only the plumbing.
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
-__all__ = ["Transport", "parse_target"]
+__all__ = ["Transport", "MessageTransport", "Channel", "ServerHandle", "Handler",
+           "parse_target", "split_host_port"]
+
+#: a server-side message handler: ``handler(method, header, buffers) -> (header, buffers)``.
+#: ``buffers`` are the request's raw payload frames (memoryviews or bytes, valid until
+#: the handler returns or longer if the transport keeps the frame alive); the reply's
+#: buffers are any objects exporting the buffer protocol (bytes, memoryview, contiguous
+#: numpy arrays). The handler never raises for a bad request: errors travel in the reply
+#: header. It may block for a long time (a step, a blocked receive).
+Handler = Callable[[str, bytes, "list[Any]"], "tuple[bytes, Sequence[Any]]"]
 
 
 class Transport:
@@ -33,6 +54,78 @@ class Transport:
         return f"<Transport {self.scheme}>"
 
 
+class ServerHandle:
+    """What :meth:`MessageTransport.serve` returns."""
+
+    #: the bound ``host:port`` (the real port when 0 was asked for)
+    address: str = ""
+
+    def stop(self, grace: float = 0.0) -> None:
+        """Stop accepting requests; wait up to ``grace`` seconds for calls in flight."""
+        raise NotImplementedError
+
+
+class Channel:
+    """A client connection to one ``host:port``; safe to share between threads, with
+    any number of calls in flight at once."""
+
+    def call(self, method: str, header: bytes, buffers: Sequence[Any] = (),
+             timeout: float | None = None) -> tuple[bytes, list[Any]]:
+        """Send one request and wait for its reply ``(header, buffers)``.
+
+        Raises :class:`~flowrt.errors.UnavailableError` naming the address when the
+        peer cannot be reached or the connection is lost while waiting,
+        :class:`~flowrt.errors.DeadlineExceededError` when ``timeout`` seconds pass
+        first, and :class:`~flowrt.errors.InternalError` when the server could not
+        handle the message at all (for example, it was over the size limit).
+        """
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the connection; calls in flight fail with UnavailableError."""
+
+
+class MessageTransport(Transport):
+    """A transport that moves framed messages (see the module docstring).
+
+    Subclasses implement :meth:`serve` and :meth:`connect`; this class builds the master
+    and worker services and clients on top of them with :mod:`flowrt.rpc`.
+
+    :cvar max_message_bytes: the largest message either side accepts (header plus
+        buffers); larger ones are refused with an error, never half-read
+    :cvar chunk_bytes: buffers larger than this travel in chunks of this size
+    """
+
+    max_message_bytes: int = 4 << 30
+    chunk_bytes: int = 4 << 20
+
+    def serve(self, address: str, handler: Handler) -> ServerHandle:
+        """Listen on ``address`` (``host:port``; port 0 picks a free one) and answer
+        every request with ``handler``, many at once."""
+        raise NotImplementedError(f"transport {self.scheme}: need serve")
+
+    def connect(self, address: str) -> Channel:
+        """A :class:`Channel` to ``address``. Connecting is lazy: an unreachable peer
+        is reported by the first :meth:`Channel.call`."""
+        raise NotImplementedError(f"transport {self.scheme}: need connect")
+
+    # -- the services, built by the core --------------------------------------------
+    def start_server(self, address: str, master: Any, worker: Any) -> Any:
+        from .rpc import ServiceHandler
+
+        return self.serve(address, ServiceHandler(master, worker))
+
+    def master_client(self, address: str) -> Any:
+        from .rpc import MasterClient
+
+        return MasterClient(self, address)
+
+    def worker_client(self, address: str) -> Any:
+        from .rpc import WorkerClient
+
+        return WorkerClient(self, address)
+
+
 def parse_target(target: str) -> tuple[str, str]:
     """``"grpc://host:port"`` -> ``("grpc", "host:port")``; ``""`` -> ``("", "")``."""
     if not target:
@@ -42,3 +135,22 @@ def parse_target(target: str) -> tuple[str, str]:
                          "'scheme://address' (grpc://, zmq://, inproc://) or ''")
     scheme, _, addr = target.partition("://")
     return scheme.lower(), addr
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    """``"127.0.0.1:2222"`` -> ``("127.0.0.1", 2222)``; ``"[::1]:5"`` -> ``("::1", 5)``.
+
+    Raises :class:`ValueError` naming the address when it has no valid port.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"address {address!r} is not 'host:port'")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        p = int(port)
+    except ValueError:
+        raise ValueError(f"address {address!r} has a bad port {port!r}") from None
+    if not 0 <= p <= 65535:
+        raise ValueError(f"address {address!r} has a port out of range")
+    return host, p

@@ -8,21 +8,28 @@ processes, a transport plugin serves them.
 from __future__ import annotations
 
 import itertools
+import random
 import threading
-from typing import Any, Sequence
+import time
+from typing import Any, Callable, Sequence
 
 from . import errors
-from .executor import Executor, NodeStat, SessionState, StepContext
+from .device_spec import DeviceSpec
+from .executor import DEAD, Executor, NodeStat, SessionState, StepContext
 from .ir import GraphIR
-from .rendezvous import Rendezvous
+from .rendezvous import Rendezvous, RendezvousMgr
 
 __all__ = ["Worker"]
+
+#: how long a remote receive may wait for its tensor when the step has no deadline
+RECV_TIMEOUT = 3600.0
 
 
 class _Registered:
     """A registered graph: one executor per device partition."""
 
-    __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line")
+    __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
+                 "positions", "transfers")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int):
@@ -31,6 +38,68 @@ class _Registered:
         self.n_fetches = n_fetches
         self.executor = parts[0][0] if len(parts) == 1 else None
         self.straight_line = all(ex.straight_line for ex, _ in parts)
+        self.positions = sorted(p for _, ps in parts for p in ps)
+        # does it exchange tensors (with other devices or tasks)?
+        self.transfers = any(c.node.type in ("_Send", "_Recv")
+                             for ex, _ in parts for c in ex.nodes)
+
+
+class _HostSource:
+    """Where a tensor pulled from another task comes from: host memory."""
+
+    device_type = "CPU"
+    name = "host"
+
+    @staticmethod
+    def to_host(value: Any) -> Any:
+        return value
+
+
+_HOST = _HostSource()
+
+
+class _WorkerRendezvous:
+    """A step's rendezvous on a worker of a cluster: sends stay local (the receiving
+    task pulls them); a receive whose sender is on another task pulls the tensor from
+    that task's worker (RecvTensor)."""
+
+    __slots__ = ("worker", "step_id", "local", "timeout")
+
+    def __init__(self, worker: "Worker", step_id: int, local: Rendezvous,
+                 timeout: float | None):
+        self.worker, self.step_id, self.local = worker, step_id, local
+        self.timeout = timeout
+
+    def send(self, key: str, value: Any) -> None:
+        self.local.send(key, value)
+
+    def recv_async(self, key: str, callback: Any) -> None:
+        w = self.worker
+        src = key.partition(";")[0]
+        task = w._task_of(src)
+        if task is None or task == (w.job, w.task):
+            self.local.recv_async(key, callback)
+            return
+        step_id, timeout = self.step_id, self.timeout
+
+        def pull() -> None:
+            try:
+                client = w.resolver(*task)
+                value = client.recv_tensor(step_id, key, timeout or RECV_TIMEOUT)
+            except errors.OpError as e:
+                callback(None, e)
+                return
+            except Exception as e:  # noqa: BLE001 - a transport failure is the step's
+                callback(None, errors.UnavailableError(
+                    None, None, f"receiving {key} from /job:{task[0]}/replica:0/task:"
+                    f"{task[1]} failed: {type(e).__name__}: {e}"))
+                return
+            callback((value, _HOST), None)
+
+        _partition_pool().submit(pull)
+
+    def abort(self, error: BaseException) -> None:
+        self.local.abort(error)
 
 
 _PARTITION_POOL: list[Any] = []
@@ -44,7 +113,7 @@ def _partition_pool() -> Any:
 
         from .executor import _init_worker_thread
 
-        _PARTITION_POOL.append(ThreadPoolExecutor(64, thread_name_prefix="flowrt-partition",
+        _PARTITION_POOL.append(ThreadPoolExecutor(256, thread_name_prefix="flowrt-partition",
                                                   initializer=_init_worker_thread))
     return _PARTITION_POOL[0]
 
@@ -57,14 +126,26 @@ class Worker:
     :param task: this task's index
     :param config: a ``ConfigProto`` (``device_count``, GPU options) used to discover
         devices
+    :param resolver: in a cluster, ``resolver(job, task)`` gives the worker service
+        (a client) of another task; tensors sent from there are pulled through it
     """
 
     def __init__(self, runtime: Any, job: str = "localhost", task: int = 0,
-                 config: Any = None):
+                 config: Any = None,
+                 resolver: Callable[[str, int], Any] | None = None):
         self.runtime = runtime
         self.job = job
         self.task = task
         self.config = config
+        self.resolver = resolver
+        #: changes whenever the task restarts: masters compare it to notice
+        self.incarnation = random.getrandbits(63) or 1
+        self.rendezvous_mgr = RendezvousMgr()
+        self._running_steps: dict[int, int] = {}
+        self._step_ctx: dict[int, set[StepContext]] = {}
+        self._task_cache: dict[str, tuple[str, int] | None] = {}
+        self._on_shutdown: Callable[[str], None] | None = None
+        self._aborted: dict[int, BaseException] = {}
         self._lock = threading.Lock()
         self._graphs: dict[str, _Registered] = {}
         self._sessions: dict[str, SessionState] = {}
@@ -159,6 +240,11 @@ class Worker:
             self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches)
         return handle
 
+    def fetch_positions(self, graph_handle: str) -> list[int]:
+        """The step-wide fetch positions a registered graph produces."""
+        reg = self._graphs.get(graph_handle)
+        return list(reg.positions) if reg is not None else []
+
     def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
                   timeout: float | None = None) -> list[Any]:
@@ -166,8 +252,10 @@ class Worker:
         reg = self._graphs.get(graph_handle)
         if reg is None:
             raise errors.AbortedError(None, None, f"graph handle {graph_handle} is not "
-                                      f"registered on /job:{self.job}/task:{self.task} "
-                                      "(was the worker restarted?)")
+                                      f"registered on /job:{self.job}/replica:0/task:"
+                                      f"{self.task} (was the worker restarted?)")
+        if rendezvous is None and self.resolver is not None and reg.transfers:
+            return self._run_in_cluster(reg, step_id, args, stats, timeout)
         ex = reg.executor
         if ex is None:
             return self._run_partitions(reg, step_id, args, stats, rendezvous, timeout)
@@ -181,6 +269,129 @@ class Worker:
                 active.discard(step)
         return ex.run(args, step, stats)
 
+    # -- steps that exchange tensors with other tasks ---------------------------------
+    def _task_of(self, device_name: str) -> tuple[str, int] | None:
+        t = self._task_cache.get(device_name, False)
+        if t is False:
+            try:
+                sp = DeviceSpec.from_string(device_name)
+                t = (sp.job, int(sp.task)) if sp.job is not None and sp.task is not None \
+                    else None
+            except (ValueError, TypeError):
+                t = None
+            if len(self._task_cache) > 10000:
+                self._task_cache.clear()
+            self._task_cache[device_name] = t
+        return t  # type: ignore[return-value]
+
+    def _step_rendezvous(self, step_id: int) -> Rendezvous:
+        err = self._aborted.get(step_id)
+        if err is not None:
+            raise err
+        return self.rendezvous_mgr.find_or_create(step_id)
+
+    def _release_step(self, step_id: int) -> None:
+        """Forget a step's rendezvous once this task ran its part and every tensor it
+        sent was pulled."""
+        with self._lock:
+            if self._running_steps.get(step_id):
+                return
+            r = self.rendezvous_mgr._table.get(step_id)
+            if r is not None and len(r) == 0:
+                self.rendezvous_mgr._table.pop(step_id, None)
+
+    def _run_in_cluster(self, reg: _Registered, step_id: int, args: Sequence[Any],
+                        stats: list[NodeStat] | None, timeout: float | None) -> list[Any]:
+        local = self._step_rendezvous(step_id)
+        rdv = _WorkerRendezvous(self, step_id, local, timeout)
+        with self._lock:
+            self._running_steps[step_id] = self._running_steps.get(step_id, 0) + 1
+        try:
+            if reg.executor is None:
+                return self._run_partitions(reg, step_id, args, stats, rdv, timeout)
+            ex = reg.executor
+            step = StepContext(step_id, rdv, ex.session_state, self.runtime)
+            step.on_abort(rdv.abort)
+            self._track(reg.session, step_id, step)
+            try:
+                vals = ex.run(args, step, stats, timeout)
+            finally:
+                self._untrack(reg.session, step_id, step)
+            positions = reg.parts[0][1]
+            if len(positions) == reg.n_fetches and positions == reg.positions:
+                return vals
+            out: list[Any] = [None] * reg.n_fetches
+            for pos, v in zip(positions, vals):
+                out[pos] = v
+            return out
+        finally:
+            with self._lock:
+                n = self._running_steps.get(step_id, 1) - 1
+                if n > 0:
+                    self._running_steps[step_id] = n
+                else:
+                    self._running_steps.pop(step_id, None)
+            self._release_step(step_id)
+
+    def _track(self, session: str, step_id: int, step: StepContext) -> None:
+        self._active.setdefault(session, set()).add(step)
+        with self._lock:
+            self._step_ctx.setdefault(step_id, set()).add(step)
+
+    def _untrack(self, session: str, step_id: int, step: StepContext) -> None:
+        self._active.get(session, set()).discard(step)
+        with self._lock:
+            s = self._step_ctx.get(step_id)
+            if s is not None:
+                s.discard(step)
+                if not s:
+                    del self._step_ctx[step_id]
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+        """The tensor this task sent under ``key`` in step ``step_id`` (waits for the
+        send); host memory, or DEAD."""
+        r = self._step_rendezvous(step_id)
+        ev = threading.Event()
+        box: list[Any] = []
+
+        def arrived(item: Any, err: BaseException | None) -> None:
+            box.append((item, err))
+            ev.set()
+
+        r.recv_async(key, arrived)
+        if not ev.wait(RECV_TIMEOUT if timeout is None else timeout):
+            raise errors.DeadlineExceededError(
+                None, None, f"/job:{self.job}/replica:0/task:{self.task}: tensor {key} "
+                f"of step {step_id:x} was not sent within {timeout} s")
+        item, err = box[0]
+        self._release_step(step_id)
+        if err is not None:
+            raise err
+        value, src = item
+        if value is DEAD:
+            return DEAD
+        return src.to_host(value)
+
+    def abort_step(self, step_id: int, error: BaseException) -> None:
+        """Abort one step on this task: its rendezvous and every partition running it."""
+        with self._lock:
+            r = self.rendezvous_mgr._table.pop(step_id, None)
+            steps = list(self._step_ctx.get(step_id, ()))
+            self._aborted[step_id] = error
+            while len(self._aborted) > 1024:  # remember the recent ones only
+                del self._aborted[next(iter(self._aborted))]
+        if r is not None:
+            r.abort(error)
+        for st in steps:
+            st.abort(error)
+
+    def shutdown(self, reason: str = "") -> None:
+        """Ask the server exporting this worker to stop (the cluster is shutting
+        down); without a server, nothing happens."""
+        cb = self._on_shutdown
+        if cb is not None:
+            cb(reason)
+
     def _run_partitions(self, reg: _Registered, step_id: int, args: Sequence[Any],
                         stats: list[NodeStat] | None, rendezvous: Any,
                         timeout: float | None) -> list[Any]:
@@ -190,8 +401,7 @@ class Worker:
         first = reg.parts[0][0]
         step = StepContext(step_id, rdv, first.session_state, self.runtime)
         step.on_abort(rdv.abort)
-        active = self._active.setdefault(reg.session, set())
-        active.add(step)
+        self._track(reg.session, step_id, step)
         out: list[Any] = [None] * reg.n_fetches
         part_stats = [None if stats is None else [] for _ in reg.parts]
         try:
@@ -219,7 +429,7 @@ class Worker:
                     stats.extend(ps)
             return out
         finally:
-            active.discard(step)
+            self._untrack(reg.session, step_id, step)
 
     def abort_steps(self, session_handle: str, error: BaseException) -> int:
         """Abort every in-flight step of a session; returns how many were aborted."""

@@ -120,7 +120,7 @@ def executors(sess: Any) -> list[Any]:
     """The executors a session compiled (for asserting which scheduler ran)."""
     out = []
     for cs in sess._msession._callables.values():
-        for worker, handle in cs.parts:
+        for worker, handle, *_ in cs.parts:
             out.append(worker._graphs[handle].executor)
     return out
 

@@ -25,6 +25,43 @@ class _Server:
         self.transport._servers.pop(self.address, None)
 
 
+class _InProcWorkerRef:
+    """A cluster's handle on the worker of an in-process task: resolves the named
+    server at each use, so a task started later, stopped or restarted is seen as it is
+    now (a stopped one is unreachable)."""
+
+    def __init__(self, transport: "InProcTransport", address: str):
+        self._transport, self.address = transport, address
+        self.target = f"inproc://{address}"
+        self.job, self.task = "", -1
+        self._devices: Any = None
+        self.incarnation = 0
+
+    def _worker(self) -> Any:
+        s = self._transport._servers.get(self.address)
+        if s is None or s.worker is None:
+            from flowrt.errors import UnavailableError
+
+            raise UnavailableError(None, None, f"no in-process server is serving "
+                                   f"{self.target}")
+        return s.worker
+
+    def get_status(self, timeout: float | None = None) -> Any:
+        w = self._worker()
+        self.incarnation, self.job, self.task = w.incarnation, w.job, w.task
+        self._devices = w.devices
+        return None
+
+    @property
+    def devices(self) -> Any:
+        if self._devices is None:
+            self.get_status()
+        return self._devices
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._worker(), name)
+
+
 class InProcTransport(Transport):
     """Named in-process servers of one runtime."""
 
@@ -64,7 +101,10 @@ class InProcTransport(Transport):
         return self._server(address).master
 
     def worker_client(self, address: str) -> Any:
-        return self._server(address).worker
+        """The worker of the in-process server named ``address``; unlike
+        :meth:`master_client` it is never created on demand (a cluster's task that was
+        not started is unreachable)."""
+        return _InProcWorkerRef(self, address)
 
 
 @hookimpl
