@@ -18,7 +18,8 @@ NAMESPACES = ("nn", "math", "random", "linalg", "train", "initializers", "layers
               "sparse", "signal", "saved_model", "io", "data", "user_ops", "logging",
               "keras", "sets", "test", "graph_util", "quantization", "lite", "distribute",
               "estimator", "feature_column", "app", "flags", "profiler", "python_io",
-              "resource_loader", "sysconfig", "manip", "spectral", "nn.rnn_cell", "queue")
+              "resource_loader", "sysconfig", "manip", "spectral", "nn.rnn_cell", "queue",
+              "train.queue_runner")
 
 
 class LazyNamespace(types.ModuleType):

@@ -40,17 +40,33 @@ def _task_name(w: Any) -> str:
 
 class _Inflight:
     """A step running on several tasks: the master waits on ``q`` for each task's
-    result, or for a failure the health checker reports."""
+    result. The first failure (a task's error, or the health checker finding a task
+    gone) aborts the step on every task at once, so partitions blocked on a transfer
+    from the failed task wake up instead of waiting for their receive timeout."""
 
-    __slots__ = ("step_id", "workers", "q")
+    __slots__ = ("step_id", "workers", "q", "error", "_lock", "local")
 
-    def __init__(self, step_id: int, workers: list[Any]):
-        self.step_id, self.workers = step_id, workers
+    def __init__(self, step_id: int, workers: list[Any], local: Any = None):
+        self.step_id, self.workers, self.local = step_id, workers, local
         self.q: "queue.SimpleQueue[tuple[int, Any, BaseException | None]]" = \
             queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
 
     def fail(self, error: BaseException) -> None:
+        """Record the step's first error and abort it on every task."""
+        from .worker import _partition_pool
+
+        with self._lock:
+            if self.error is not None:
+                return
+            self.error = error
         self.q.put((-1, None, error))
+        for w in self.workers:
+            if w is self.local:
+                w.abort_step(self.step_id, error)
+            else:
+                _partition_pool().submit(w.abort_step, self.step_id, error)
 
 
 class CompiledStep:
@@ -124,6 +140,8 @@ class MasterSession:
         self.graph_version = 0
         # measured node times and the devices of stateful nodes (cost-model placer)
         self.cost_model = CostModel()
+        #: a restart of a task this session used, reported by its next step
+        self.pending_error: BaseException | None = None
 
     # -- compile ----------------------------------------------------------------------
     def make_callable(self, feeds: Sequence[str], fetches: Sequence[str],
@@ -221,6 +239,10 @@ class MasterSession:
         cs = self._callables.get(cid)
         if cs is None:
             raise errors.InvalidArgumentError(None, None, f"no callable with handle {cid}")
+        if self.pending_error is not None:
+            e = self._take_pending()
+            if e is not None:
+                raise e
         if cs.version != self.graph.version:
             with self._lock:
                 if cs.version != self.graph.version:
@@ -229,13 +251,28 @@ class MasterSession:
         if not timeout_ms and self.config is not None:
             timeout_ms = self.config.operation_timeout_in_ms
         timeout = timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
-        if len(cs.parts) == 1:
-            worker, handle, _ = cs.parts[0]
-            step_id = next(_step_ids) if worker is self.master.local_worker and \
-                self.master.cluster is None else random.getrandbits(63) or 1
-            out = worker.run_graph(handle, step_id, args, stats, timeout=timeout)
-        else:
-            out = self._run_on_workers(cs, args, stats, timeout)
+        try:
+            if len(cs.parts) == 1:
+                worker, handle, _ = cs.parts[0]
+                step_id = next(_step_ids) if worker is self.master.local_worker and \
+                    self.master.cluster is None else random.getrandbits(63) or 1
+                try:
+                    out = worker.run_graph(handle, step_id, args, stats, timeout=timeout)
+                except (errors.AbortedError, errors.UnavailableError,
+                        errors.DeadlineExceededError) as e:
+                    raise _name_task(e, worker) from None
+            else:
+                out = self._run_on_workers(cs, args, stats, timeout)
+        except errors.AbortedError as e:
+            if "is not registered" in e.message:
+                # a task lost our graphs: it restarted. Find out now rather than at the
+                # next health check, so that this step reports it and the next recovers
+                for w, _h, _p in list(cs.parts):
+                    if w is not self.master.local_worker and self.master.probe(w):
+                        pending = self._take_pending()
+                        if pending is not None:
+                            raise pending from None
+            raise
         if stats:
             self.cost_model.record_step_stats(stats, cs.ir)
         return out, stats
@@ -250,23 +287,29 @@ class MasterSession:
         master = self.master
         step_id = random.getrandbits(63) or 1
         workers = [p[0] for p in cs.parts]
-        fl = _Inflight(step_id, workers)
+        local = master.local_worker
+        fl = _Inflight(step_id, workers, local)
         master._inflight[step_id] = fl
         out: list[Any] = [None] * len(cs.fetches)
         part_stats: list[list[NodeStat] | None] = [None if stats is None else []
                                                    for _ in cs.parts]
-        local = master.local_worker
 
         def run(i: int) -> None:
             w, h, _ = cs.parts[i]
             try:
                 r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout)
             except BaseException as e:  # noqa: BLE001 - reported to the waiting master
-                fl.q.put((i, None, _name_task(e, w)))
+                fl.fail(_name_task(e, w))
+                fl.q.put((i, None, None))
                 return
             fl.q.put((i, r, None))
 
         try:
+            # a task that failed since the last health check fails the step up front
+            for w in workers:
+                down = master._down.get((getattr(w, "job", None), getattr(w, "task", None)))
+                if down is not None and w is not local:
+                    raise errors.UnavailableError(None, None, down)
             pool = _partition_pool()
             inline = None
             for i, (w, _h, _p) in enumerate(cs.parts):
@@ -277,23 +320,16 @@ class MasterSession:
             if inline is not None:
                 run(inline)
             remaining = len(cs.parts)
-            error: BaseException | None = None
-            while remaining:
+            while remaining and fl.error is None:
                 i, r, e = fl.q.get()
-                if i >= 0:
-                    remaining -= 1
-                if e is not None:
-                    error = e
+                if i < 0:
                     break
-                for pos in cs.parts[i][2]:
-                    out[pos] = r[pos]
-            if error is not None:
-                for w in workers:
-                    if w is local:
-                        w.abort_step(step_id, error)
-                    else:
-                        pool.submit(w.abort_step, step_id, error)
-                raise error
+                remaining -= 1
+                if r is not None:
+                    for pos in cs.parts[i][2]:
+                        out[pos] = r[pos]
+            if fl.error is not None:
+                raise fl.error
         finally:
             master._inflight.pop(step_id, None)
         if stats is not None:
@@ -323,13 +359,23 @@ class MasterSession:
     def placement_of(self, cid: int) -> dict[str, str]:
         return dict(self._callables[cid].placement)
 
-    def invalidate(self, worker: Any) -> None:
-        """``worker`` restarted: the steps registered on it compile again when next run."""
+    def invalidate(self, worker: Any, error: BaseException | None = None) -> None:
+        """``worker`` restarted: the steps registered on it compile again when next run,
+        and the session's next step raises ``error`` (once) to report the restart."""
         with self._lock:
+            hit = False
             for cs in self._callables.values():
                 if any(p[0] is worker for p in cs.parts):
                     cs.parts = [p for p in cs.parts if p[0] is not worker]
                     cs.version = -1
+                    hit = True
+            if hit and error is not None:
+                self.pending_error = error
+
+    def _take_pending(self) -> BaseException | None:
+        with self._lock:
+            e, self.pending_error = self.pending_error, None
+        return e
 
     def close(self) -> None:
         self.closed = True
@@ -448,8 +494,7 @@ class Master:
                             None, None, f"the server at {w.target} is "
                             f"/job:{resp.job}/task:{resp.task}, but the cluster says "
                             f"{_task_name(w)} is there")
-                    self._incarnations[key] = w.incarnation
-                    self._down.pop(key, None)
+                    self._observe(w)
                     break
                 except (errors.UnavailableError, errors.DeadlineExceededError) as e:
                     if time.monotonic() + delay >= deadline:
@@ -482,9 +527,12 @@ class Master:
             clients = list(self._clients.items())
             if not clients or not self._sessions:
                 continue
-            futs = [(k, c, _partition_pool().submit(c.get_status,
-                                                    timeout=HEALTH_CHECK_TIMEOUT))
-                    for k, c in clients]
+            try:
+                futs = [(k, c, _partition_pool().submit(c.get_status,
+                                                        timeout=HEALTH_CHECK_TIMEOUT))
+                        for k, c in clients]
+            except RuntimeError:  # the interpreter is exiting: its pool is shut down
+                return
             for key, c, f in futs:
                 try:
                     f.result(HEALTH_CHECK_TIMEOUT + 1.0)
@@ -494,15 +542,34 @@ class Master:
                         None, None, f"task {_task_name(c)} at {c.target} is unreachable "
                         f"(health check failed: {msg})"))
                     continue
-                old = self._incarnations.get(key)
-                self._down.pop(key, None)
-                if old is not None and old != c.incarnation:
-                    self._incarnations[key] = c.incarnation
-                    self._task_restarted(c, errors.AbortedError(
-                        None, None, f"task {_task_name(c)} at {c.target} restarted "
-                        "(new incarnation); its state was lost"))
-                elif old is None:
-                    self._incarnations[key] = c.incarnation
+                self._observe(c)
+
+    def _observe(self, w: Any) -> bool:
+        """``w`` just answered a status request: it is up. When its incarnation
+        differs from the one seen before, it restarted: the steps in flight on it fail,
+        and every session that registered graphs on it reports the restart once
+        (AbortedError) and then registers them again. Returns whether it restarted."""
+        key = (w.job, w.task)
+        with self._lock:
+            old = self._incarnations.get(key)
+            self._incarnations[key] = w.incarnation
+            self._down.pop(key, None)
+        if old is None or old == w.incarnation:
+            return False
+        self._task_restarted(w, errors.AbortedError(
+            None, None, f"task {_task_name(w)} at {w.target} restarted (incarnation "
+            f"{old:x} is now {w.incarnation:x}): the state it held (variables, queues) was "
+            "lost; run the step again (and re-initialise its variables)"))
+        return True
+
+    def probe(self, w: Any) -> bool:
+        """Ask ``w`` for its status now (a step just failed on it); returns whether it
+        restarted. An unreachable task is left to the health checker."""
+        try:
+            w.get_status(timeout=HEALTH_CHECK_TIMEOUT)
+        except Exception:  # noqa: BLE001 - unreachable: nothing learnt
+            return False
+        return self._observe(w)
 
     def _task_failed(self, w: Any, error: errors.OpError) -> None:
         self._down[(w.job, w.task)] = error.message
@@ -513,9 +580,8 @@ class Master:
     def _task_restarted(self, w: Any, error: errors.OpError) -> None:
         self._task_failed(w, error)
         self._down.pop((w.job, w.task), None)
-        w._devices = None  # new device incarnations
         for s in list(self._sessions.values()):
-            s.invalidate(w)
+            s.invalidate(w, error)
 
     # -- sessions ---------------------------------------------------------------------
     def create_session(self, graph: Any, config: Any = None) -> str:
@@ -603,6 +669,7 @@ class Master:
         """Stop the health checker and close the clients (the server is stopping)."""
         self._stopped.set()
         for c in list(self._clients.values()):
-            close = getattr(c, "close", None)
-            if close is not None:
-                close()
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - an in-process task already gone, ...
+                pass

@@ -209,7 +209,7 @@ class Worker:
 
         ex = Executor(ir, fetches, device_of, self.runtime, self.session_state(session_handle),
                       inter_op_threads)
-        handle = f"g{next(self._ids)}"
+        handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
         with self._lock:
             self._graphs[handle] = _Registered(handle, session_handle,
                                                [(ex, list(range(len(fetches))))], len(fetches))
@@ -235,7 +235,7 @@ class Worker:
             compiled.append((ex, list(p.fetch_positions)))
         # the partition holding the most work runs on the caller's thread
         compiled.sort(key=lambda c: -len(c[0].nodes))
-        handle = f"g{next(self._ids)}"
+        handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
         with self._lock:
             self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches)
         return handle

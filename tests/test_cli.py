@@ -24,11 +24,12 @@ def test_plugins_lists_builtins_with_distribution_and_what_they_provide():
     assert r.returncode == 0, r.stderr
     out = r.stdout
     for name, provides in [("cpu", "device types: CPU"), ("inproc", "transports: inproc"),
+                           ("grpc", "transports: grpc"), ("zmq", "transports: zmq"),
                            ("standard", "ops: ")]:
         line = next(l for l in out.splitlines() if l.startswith(name + " "))
         assert "loaded" in line and "flowrt" in line and provides in line
     assert "CPU      from cpu" in out
-    assert "transports: inproc (inproc)" in out
+    assert "transports: grpc (grpc), inproc (inproc), zmq (zmq)" in out
 
 
 def test_plugins_reports_a_blocked_plugin():
@@ -55,7 +56,8 @@ def test_plugins_reports_a_failed_plugin(tmp_path):
 
 
 def test_demo_trains_and_prints_placement_and_timings(capsys, tmp_path):
-    assert main(["demo", "--steps", "120", "--out", str(tmp_path)]) == 0
+    """The in-process demo: a ps and two workers, between-graph replicas in threads."""
+    assert main(["demo", "--steps", "40", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     # the traced step, as a Chrome trace and as the placed step graph
     trace_path = tmp_path / "flowrt_demo_timeline.json"
@@ -64,21 +66,35 @@ def test_demo_trains_and_prints_placement_and_timings(capsys, tmp_path):
     events = json.loads(trace_path.read_text())["traceEvents"]
     devices = {e["args"]["name"] for e in events
                if e["ph"] == "M" and e["name"] == "process_name"}
-    assert devices and all("/device:" in d for d in devices)
+    assert {d.split("/replica")[0] for d in devices} == {"/job:ps", "/job:worker"}
     assert sum(1 for e in events if e["ph"] == "X") > 50
     dot = dot_path.read_text()
     assert dot.startswith("digraph")
     clusters = re.findall(r'subgraph cluster_\d+ \{\n\s*label="([^"]*)";', dot)
     assert sorted(clusters) == sorted(devices)
-    assert '"Adam" [label="Adam\\nAssignAdd"' in dot
-    assert "the training step has" in out and "/device:CPU:0" in out
-    assert "slowest nodes of one traced training step" in out
-    steps = [l for l in out.splitlines() if l.startswith("step")]
-    losses = [float(l.split("test loss")[1].split()[0]) for l in steps]
-    accs = [float(l.split("test accuracy")[1]) for l in steps]
-    assert len(steps) >= 4 and losses[-1] < 0.5 * losses[0]
-    assert accs[-1] > 0.6  # chance is 0.1
-    assert "global step 121" in out  # the traced step trained too
+    assert "_Send" in dot and "_Recv" in dot  # tensors cross between the tasks
+    lines = out.splitlines()
+    assert "over inproc" in lines[0] and "2 workers" in lines[0]
+    assert any(l.startswith("[worker0] the training step has") for l in lines)
+    assert "/job:ps/task:0/CPU:0" in out and "/job:worker/task:0/CPU:0" in out
+    assert "[worker0] slowest nodes of one traced training step" in out
+    assert "[worker0] chief: initialised the variables" in out
+    assert "[worker1] the chief's variables are ready" in out
+    for w in ("worker0", "worker1"):  # each replica reports its own progress
+        steps = [l for l in lines if l.startswith(f"[{w}] step")]
+        assert len(steps) == 5 and steps[-1].startswith(f"[{w}] step   40/40")
+        losses = [float(l.split("batch loss")[1].split()[0]) for l in steps]
+        assert losses[-1] < losses[0]
+    final = re.search(r"\[worker0\] final test accuracy (\d\.\d+) .*global step (\d+)", out)
+    assert final and float(final[1]) > 0.5  # chance is 0.1
+    assert int(final[2]) == 81  # 2 x 40 steps and the traced one, all on one global step
+    assert lines[-1].startswith("flowrt demo: finished")
+
+
+def test_demo_refuses_an_unknown_protocol(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--protocol", "carrier-pigeon"])
+    assert "invalid choice" in capsys.readouterr().err
 
 
 def test_unknown_command_exits_nonzero():

@@ -27,6 +27,7 @@ MODULES = [
     "op_def",
     "rewriter_config",
     "saver",
+    "service",
     "step_stats",
     "tensor",
     "tensor_bundle",

@@ -20,6 +20,7 @@ from . import nn_ops  # noqa: F401,E402
 from . import random_ops  # noqa: F401,E402
 from . import logging_ops  # noqa: F401,E402
 from . import control_flow_ops  # noqa: F401,E402
+from . import control_flow_grad  # noqa: F401,E402
 from . import init_ops  # noqa: F401,E402
 from . import training_ops  # noqa: F401,E402
 from . import optimizers  # noqa: F401,E402
@@ -29,6 +30,9 @@ from . import nn_grad  # noqa: F401,E402
 from . import data_flow_ops  # noqa: F401,E402
 from . import io_ops  # noqa: F401,E402
 from . import extra_ops  # noqa: F401,E402
+from . import cluster_api  # noqa: F401,E402
+from . import server_api  # noqa: F401,E402
+from . import training_api  # noqa: F401,E402
 from . import passes  # noqa: E402
 
 __all__ = ["ks", "flowrt_kernel_sets", "flowrt_graph_passes"]

@@ -1697,7 +1697,9 @@ def _strided_slice_kernel(ctx: Any) -> Callable:
     masks = (a.get("begin_mask", 0), a.get("end_mask", 0), a.get("ellipsis_mask", 0),
              a.get("new_axis_mask", 0), a.get("shrink_axis_mask", 0))
     # With constant begin/end/strides the numpy key depends only on the input shape.
-    consts = [_static_value(t) if t.op.type == "Const" else None for t in ctx.op.inputs[1:4]]
+    # (a worker of another process has no graph op, only the node: no constants known)
+    consts = [_static_value(t) if t.op.type == "Const" else None for t in ctx.op.inputs[1:4]] \
+        if ctx.op is not None else [None] * 3
     cache: dict[tuple[int, ...], tuple[Any, ...]] | None = \
         {} if all(c is not None for c in consts) else None
 

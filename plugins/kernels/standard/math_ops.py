@@ -1147,6 +1147,8 @@ def _static_axes(ctx: Any, index: int = 1) -> tuple[int, ...] | None:
     rank = ctx.input_shapes[0].ndims
     if rank is None:
         return None
+    if ctx.op is None:  # a worker of another process has the node, not the graph op
+        return None
     value = constant_value(ctx.op.inputs[index])
     if value is None:
         return None
