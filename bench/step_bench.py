@@ -78,14 +78,16 @@ def case_fixed(tf: Any) -> tuple[Step, Any, int]:
     return (lambda: s.run(y, {x: d})), s.run(y, {x: d}), 2000
 
 
-def _chain(n: int) -> Callable[[Any], tuple[Step, Any, int]]:
+def _chain(n: int, mixed: bool = False) -> Callable[[Any], tuple[Step, Any, int]]:
+    """``n`` chained unary ops on 4 floats: all ``sin``, or ``sin`` and ``cos`` taking
+    turns (``mixed``), so that no two neighbours are the same op."""
     def build(tf: Any) -> tuple[Step, Any, int]:
         g = tf.Graph()
         with g.as_default():
             x = tf.placeholder(tf.float32, [4], name="x")
             y = x
-            for _ in range(n):
-                y = tf.sin(y)
+            for i in range(n):
+                y = tf.cos(y) if mixed and i % 2 else tf.sin(y)
         s = tf.Session(graph=g)
         d = np.full(4, 0.5, np.float32)
         return (lambda: s.run(y, {x: d})), s.run(y, {x: d}), max(20, 20000 // n)
@@ -150,6 +152,7 @@ CASES: dict[str, Callable[[Any], tuple[Step, Any, int]]] = {
     "fixed": case_fixed,
     "chain100": _chain(100),
     "chain1000": _chain(1000),
+    "chainmix1000": _chain(1000, mixed=True),
     "wide200": _wide(200),
     "matmul512x4": _matmul(512, 4),
     "mlp_train": case_mlp_train,

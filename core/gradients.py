@@ -140,79 +140,156 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
                                      f"incompatible with ys[{i}] shape {y.shape}")
             init.append(gy)
 
-        # ops reachable forward from xs, and backward from ys: the ops between
-        stop_ops = {s.op for s in stops}
-        reached = _reachable_forward([x.op for x in xs], stop_ops)
-        between: set[Operation] = set()
-        queue = collections.deque(y.op for y in ys)
-        while queue:
-            op = queue.popleft()
-            if op in between or op not in reached:
+        return _backprop(ys, init, xs, stops, colocate_gradients_with_ops,
+                         unconnected_gradients, level=_loop_level(g))
+
+
+class _LoopUnit:
+    """A while loop seen from outside, as one node of the backward walk: its inputs are
+    what its Enter ops read, its outputs its Exit ops' outputs."""
+
+    __slots__ = ("loop", "inputs", "outputs", "name")
+
+    def __init__(self, loop: Any):
+        self.loop = loop
+        self.inputs = [e.inputs[0] for e in loop.enter_ops]
+        self.outputs = list(loop.exits)
+        self.name = loop.name
+
+
+def _loop_level(g: Any) -> Any:
+    """The innermost while loop being built in ``g`` right now (None: none)."""
+    ctx = g._control_flow_context
+    while ctx is not None and not hasattr(ctx, "enter_ops"):
+        ctx = getattr(ctx, "_outer", None)
+    return ctx
+
+
+def _backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list[Tensor],
+              colocate_gradients_with_ops: bool = False, unconnected_gradients: str = "none",
+              level: Any = None, boundary: frozenset = frozenset()) -> list[Tensor | None]:
+    """The walk of :func:`gradients`: ``init[i]`` is the gradient of ``ys[i]``.
+
+    A while loop nested below ``level`` (the loop whose body is being differentiated,
+    None at the top) is one node of the walk (:class:`_LoopUnit`), differentiated by its
+    context's ``gradient`` method; ops in ``boundary`` are never walked through.
+    """
+    g = ys[0].graph if ys else get_default_graph()
+    loop_of = getattr(g, "_flowrt_loop_of", None) or {}
+    units: dict[Any, _LoopUnit] = {}
+
+    def unit_of(op: Operation) -> Any:
+        u = loop_of.get(op)
+        if u is None:
+            return op
+        top = None
+        while u is not None and u is not level:
+            top = u
+            u = u.outer_loop
+        if top is None:
+            return op
+        unit = units.get(top)
+        if unit is None:
+            unit = units[top] = _LoopUnit(top)
+        return unit
+
+    def inputs_of(node: Any) -> list[Tensor]:
+        return node.inputs
+
+    def outputs_of(node: Any) -> list[Tensor]:
+        return node.outputs
+
+    # ops reachable forward from xs, and backward from ys: the ops between
+    stop_ops = {s.op for s in stops}
+    reached = _reachable_forward([x.op for x in xs], stop_ops)
+    between: set[Any] = set()
+    queue = collections.deque(unit_of(y.op) for y in ys)
+    while queue:
+        node = queue.popleft()
+        if node in between:
+            continue
+        if isinstance(node, _LoopUnit):
+            if not any(t.op in reached for t in node.outputs):
                 continue
-            between.add(op)
-            for t in op.inputs:
-                queue.append(t.op)
-        x_set = set(xs)
-        # pending gradient contributions per op (from consumers inside `between`)
-        pending: dict[Operation, int] = collections.defaultdict(int)
-        for op in between:
-            for t in op.inputs:
-                if t.op in between:
-                    pending[t.op] += 1
-        grads: dict[Tensor, list[Tensor]] = collections.defaultdict(list)
-        for y, gy in zip(ys, init):
-            grads[y].append(gy)
-        ready = collections.deque()
-        seen_ready: set[Operation] = set()
-        for y in ys:
-            if y.op in between and pending[y.op] == 0 and y.op not in seen_ready:
-                ready.append(y.op)
-                seen_ready.add(y.op)
-        stop_tensors = set(stops)
-        while ready:
-            op = ready.popleft()
-            out_grads = [_aggregate(grads.get(t), t, op) for t in op.outputs]
-            is_x_op = any(t in x_set for t in op.outputs)
-            has_grad = any(og is not None for og, t in zip(out_grads, op.outputs)
-                           if _is_trainable(t))
-            if has_grad and op not in stop_ops and not (is_x_op and not op.inputs):
-                fn = gradient_function(op) if op.inputs else None
-                if fn is not None and any(_is_trainable(t) for t in op.inputs):
-                    scope = op.name + "_grad"
-                    with name_scope(scope), _maybe_colocate(op, colocate_gradients_with_ops):
-                        filled = [og if og is not None else
-                                  (_api("zeros_like")(t) if _is_trainable(t) else None)
-                                  for og, t in zip(out_grads, op.outputs)]
-                        in_grads = _as_list(fn(op, *filled))
-                    if len(in_grads) != len(op.inputs):
-                        raise ValueError(f"Num gradients {len(in_grads)} generated for op "
-                                         f"{op.type} "
-                                         f"'{op.name}' do not match num inputs "
-                                         f"{len(op.inputs)}")
-                    for t, gi in zip(op.inputs, in_grads):
-                        if gi is None or not _is_trainable(t) or t in stop_tensors:
-                            continue
-                        gi = convert_to_tensor(gi)
-                        if t.op in between or t in x_set:
-                            grads[t].append(gi)
-            for t in op.inputs:
-                src = t.op
-                if src in between:
-                    pending[src] -= 1
-                    if pending[src] == 0 and src not in seen_ready:
-                        ready.append(src)
-                        seen_ready.add(src)
-        out: list[Tensor | None] = []
-        for x in xs:
-            gl = grads.get(x)
-            if not gl or not _is_trainable(x):
-                if unconnected_gradients == "zero" and _is_trainable(x):
-                    out.append(_api("zeros_like")(x))
-                else:
-                    out.append(None)
-                continue
-            out.append(_aggregate(gl, x, None))
-        return out
+        elif node not in reached or node in boundary:
+            continue
+        between.add(node)
+        for t in inputs_of(node):
+            queue.append(unit_of(t.op))
+    x_set = set(xs)
+    # pending gradient contributions per node (from consumers inside `between`)
+    pending: dict[Any, int] = collections.defaultdict(int)
+    for node in between:
+        for t in inputs_of(node):
+            src = unit_of(t.op)
+            if src in between:
+                pending[src] += 1
+    grads: dict[Tensor, list[Tensor]] = collections.defaultdict(list)
+    for y, gy in zip(ys, init):
+        grads[y].append(gy)
+    ready = collections.deque()
+    seen_ready: set[Any] = set()
+    for y in ys:
+        node = unit_of(y.op)
+        if node in between and pending[node] == 0 and node not in seen_ready:
+            ready.append(node)
+            seen_ready.add(node)
+    stop_tensors = set(stops)
+    while ready:
+        op = ready.popleft()
+        outs = outputs_of(op)
+        out_grads = [_aggregate(grads.get(t), t, op) for t in outs]
+        is_loop = isinstance(op, _LoopUnit)
+        is_x_op = not is_loop and any(t in x_set for t in outs)
+        has_grad = any(og is not None for og, t in zip(out_grads, outs) if _is_trainable(t))
+        ins = inputs_of(op)
+        if is_loop and has_grad:
+            with name_scope(op.name.rsplit("/", 1)[0] + "_grad"):
+                by_enter = op.loop.gradient(out_grads)
+            in_grads = [by_enter.get(e) for e in op.loop.enter_ops[:len(ins)]]
+            for t, gi in zip(ins, in_grads):
+                if gi is None or not _is_trainable(t) or t in stop_tensors:
+                    continue
+                if unit_of(t.op) in between or t in x_set:
+                    grads[t].append(convert_to_tensor(gi))
+        elif has_grad and op not in stop_ops and not (is_x_op and not op.inputs):
+            fn = gradient_function(op) if op.inputs else None
+            if fn is not None and any(_is_trainable(t) for t in op.inputs):
+                scope = op.name + "_grad"
+                with name_scope(scope), _maybe_colocate(op, colocate_gradients_with_ops):
+                    filled = [og if og is not None else
+                              (_api("zeros_like")(t) if _is_trainable(t) else None)
+                              for og, t in zip(out_grads, op.outputs)]
+                    in_grads = _as_list(fn(op, *filled))
+                if len(in_grads) != len(op.inputs):
+                    raise ValueError(f"Num gradients {len(in_grads)} generated for op "
+                                     f"{op.type} "
+                                     f"'{op.name}' do not match num inputs "
+                                     f"{len(op.inputs)}")
+                for t, gi in zip(op.inputs, in_grads):
+                    if gi is None or not _is_trainable(t) or t in stop_tensors:
+                        continue
+                    gi = convert_to_tensor(gi)
+                    if unit_of(t.op) in between or t in x_set:
+                        grads[t].append(gi)
+        for t in ins:
+            src = unit_of(t.op)
+            if src in between:
+                pending[src] -= 1
+                if pending[src] == 0 and src not in seen_ready:
+                    ready.append(src)
+                    seen_ready.add(src)
+    out: list[Tensor | None] = []
+    for x in xs:
+        gl = grads.get(x)
+        if not gl or not _is_trainable(x):
+            if unconnected_gradients == "zero" and _is_trainable(x):
+                out.append(_api("zeros_like")(x))
+            else:
+                out.append(None)
+            continue
+        out.append(_aggregate(gl, x, None))
+    return out
 
 
 def _aggregate(gl: list[Tensor] | None, t: Tensor, op: Any) -> Tensor | None:

@@ -15,6 +15,9 @@ __all__ = ["Node", "GraphIR", "extract_step_graph", "ARG_OP", "Endpoint"]
 
 ARG_OP = "_Arg"
 
+_MERGE_OPS = frozenset({"Merge", "RefMerge"})
+_NEXT_ITERATION_OPS = frozenset({"NextIteration", "RefNextIteration"})
+
 #: (node name, output index)
 Endpoint = tuple
 
@@ -112,13 +115,19 @@ class GraphIR:
         return out
 
     def topo_sort(self) -> list[Node]:
-        """Nodes in a topological order (stable: creation order among ready nodes)."""
+        """Nodes in a topological order (stable: creation order among ready nodes).
+
+        A while loop's back edges (``NextIteration`` -> ``Merge``) are not ordering
+        constraints: they are the only cycles a graph may have."""
         pending: dict[str, int] = {}
         cons = self.consumers()
         order: list[Node] = []
         ready: list[str] = []
-        for name, node in self.nodes.items():
+        nodes = self.nodes
+        for name, node in nodes.items():
             deps = {s for s, _ in node.inputs} | set(node.control_inputs)
+            if node.type in _MERGE_OPS:  # a loop's back edge closes a cycle: not a dep
+                deps = {d for d in deps if nodes[d].type not in _NEXT_ITERATION_OPS}
             pending[name] = len(deps)
             if not deps:
                 ready.append(name)
@@ -126,11 +135,12 @@ class GraphIR:
         seen_edges: dict[str, set[str]] = {}
         while ready:
             name = ready.pop()
-            node = self.nodes[name]
+            node = nodes[name]
             order.append(node)
             done: set[str] = set()
+            back = node.type in _NEXT_ITERATION_OPS
             for c in cons[name]:
-                if c.name in done:
+                if c.name in done or (back and c.type in _MERGE_OPS):
                     continue
                 done.add(c.name)
                 pending[c.name] -= 1

@@ -539,26 +539,35 @@ class Scaffold:
             return self
         group = _api("group")
 
-        def first_of(key: str) -> Any:
+        from .graph import add_to_collection
+
+        def get_or_default(key: str, make: Callable[[], Any]) -> Any:
+            # the default is kept in a collection, so a later scaffold of the same
+            # (finalized) graph finds it instead of creating ops
             items = get_collection(key)
             if len(items) > 1:
                 raise RuntimeError(f"More than one item in the collection {key}. Please "
                                    "indicate which one to use by passing it to the "
                                    "constructor.")
-            return items[0] if items else None
+            if items:
+                return items[0]
+            op = make()
+            add_to_collection(key, op)
+            return op
 
         if self._init_op is None:
-            self._init_op = first_of("init_op") or group(
-                _vars.global_variables_initializer())
+            self._init_op = get_or_default(
+                "init_op", lambda: group(_vars.global_variables_initializer()))
         if self._ready_op is None:
-            self._ready_op = first_of("ready_op") or \
-                _vars.report_uninitialized_variables()
+            self._ready_op = get_or_default(
+                "ready_op", lambda: _vars.report_uninitialized_variables())
         if self._ready_for_local_init_op is None:
-            self._ready_for_local_init_op = first_of("ready_for_local_init_op") or \
-                _vars.report_uninitialized_variables(_vars.global_variables())
+            self._ready_for_local_init_op = get_or_default(
+                "ready_for_local_init_op",
+                lambda: _vars.report_uninitialized_variables(_vars.global_variables()))
         if self._local_init_op is None:
-            self._local_init_op = first_of("local_init_op") or group(
-                _vars.local_variables_initializer())
+            self._local_init_op = get_or_default(
+                "local_init_op", lambda: group(_vars.local_variables_initializer()))
         if self._saver is None:
             savers = get_collection(GraphKeys.SAVERS)
             if savers:
@@ -569,8 +578,6 @@ class Scaffold:
                 self._saver = savers[0]
             else:
                 self._saver = _api("train.Saver")(sharded=True, allow_empty=True)
-                from .graph import add_to_collection
-
                 add_to_collection(GraphKeys.SAVERS, self._saver)
         get_default_graph().finalize()
         self._finalized = True

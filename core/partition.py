@@ -5,6 +5,14 @@ Every data edge between devices becomes a ``_Send`` on the source device and a
 however many consumers there are there. A control edge between devices is carried by a
 dummy scalar sent after the source node ran. Each partition keeps the feeds (``_Arg``
 nodes) and fetch endpoints that live on its device.
+
+A while loop whose nodes span several devices (TF's graph_partition AddControlFlow):
+every device the loop (or a loop nested in it) touches gets its own copy of the loop's
+control state -- ``Enter -> Merge -> Switch -> Identity -> NextIteration`` -- driven by
+the ``LoopCond`` value, sent from the device that computes it each iteration. Every
+``_Recv`` inside the loop hangs on its device's control loop ``Merge``, so it runs once
+per iteration; the executor puts the frame instance and the iteration into the
+rendezvous key, so each iteration's transfers pair up.
 """
 from __future__ import annotations
 
@@ -51,6 +59,8 @@ def partition(ir: GraphIR, placed: dict[str, Any], runtime: Any) -> list[Partiti
     nodes: dict[str, Node] = dict(ir.nodes)  # grows by the dummy control sources
     recv_for: dict[tuple[str, int, str], str] = {}
     ctrl_for: dict[tuple[str, str], str] = {}
+    loops = _LoopInfo(ir, dev_of)
+    all_nodes = list(ir.nodes.values()) + loops.control_loops(runtime, nodes, dev_of)
 
     def tag(dev: Any) -> str:
         # deterministic per (tensor, destination): the same name always means the same
@@ -78,8 +88,10 @@ def partition(ir: GraphIR, placed: dict[str, Any], runtime: Any) -> list[Partiti
         send.assigned_device = src_dev.name
         parts[src_dev.name].ir.add(send)
         name = f"{src}/_recv_{idx}_on_{tag(dst_dev)}"
-        recv = Node(name, "_Recv", [], [], dst_dev.name, {**attrs, "tensor_type": dtype},
-                    recv_def, [dtype], [shape], [], [])
+        # inside a loop the receive runs once per iteration of its device's control loop
+        pivot = loops.recv_control(src, dst_dev)
+        recv = Node(name, "_Recv", [], [pivot] if pivot else [], dst_dev.name,
+                    {**attrs, "tensor_type": dtype}, recv_def, [dtype], [shape], [], [])
         recv.assigned_device = dst_dev.name
         parts[dst_dev.name].ir.add(recv)
         recv_for[key] = name
@@ -98,11 +110,12 @@ def partition(ir: GraphIR, placed: dict[str, Any], runtime: Any) -> list[Partiti
         parts[src_dev.name].ir.add(dummy)
         dev_of[dummy.name] = src_dev
         nodes[dummy.name] = dummy
+        loops.same_frame(dummy.name, src)
         name = transfer(dummy.name, 0, dst_dev)
         ctrl_for[key] = name
         return name
 
-    for node in list(ir.nodes.values()):
+    for node in all_nodes:
         d = dev_of[node.name]
         ins = [(s, i) if dev_of[s] is d else (transfer(s, i, d), 0) for s, i in node.inputs]
         ctrl = [c if dev_of[c] is d else control_transfer(c, d) for c in node.control_inputs]
@@ -117,6 +130,130 @@ def partition(ir: GraphIR, placed: dict[str, Any], runtime: Any) -> list[Partiti
         p.ir.feeds = [f for f in ir.feeds if f[1] in p.ir.nodes]
         p.ir.fetches = list(p.fetches)
     return list(parts.values())
+
+
+_ENTER = frozenset({"Enter", "RefEnter"})
+_EXIT = frozenset({"Exit", "RefExit"})
+
+
+class _LoopInfo:
+    """Which loop frame each node's outputs are in, and the per-device control loops of
+    frames that span several devices (TF's AddControlFlow)."""
+
+    def __init__(self, ir: GraphIR, dev_of: dict[str, Any]):
+        self.out_frame: dict[str, str] = {}  # node -> frame of its outputs ("" = root)
+        self.parent: dict[str, str] = {}  # frame -> enclosing frame
+        self.loop_cond: dict[str, str] = {}  # frame -> its LoopCond node
+        self.parallel: dict[str, int] = {}
+        self.span: dict[str, set[str]] = {}  # frame -> devices (nested frames included)
+        self.devices: dict[str, Any] = {}
+        self.merge_of: dict[tuple[str, str], str] = {}  # (frame, device) -> Merge node
+        if not any(n.type in _ENTER for n in ir.nodes.values()):
+            return
+        for node in ir.topo_sort():
+            frame = ""
+            for s in [s for s, _ in node.inputs] + list(node.control_inputs):
+                if s in self.out_frame:  # (a loop's back edge comes later: same frame)
+                    frame = self.out_frame[s]
+                    break
+            dev = dev_of[node.name]
+            self.devices[dev.name] = dev
+            if node.type in _ENTER:
+                child = node.node_attrs.get("frame_name", "")
+                child = child.decode() if isinstance(child, bytes) else str(child)
+                self.parent.setdefault(child, frame)
+                self.parallel.setdefault(child, int(node.node_attrs.get(
+                    "parallel_iterations", 10) or 10))
+                self.out_frame[node.name] = child
+                self._touch(child, dev.name)
+            elif node.type in _EXIT:
+                self.out_frame[node.name] = self.parent.get(frame, "")
+            else:
+                self.out_frame[node.name] = frame
+            if frame:
+                self._touch(frame, dev.name)
+                if node.type == "LoopCond":
+                    self.loop_cond[frame] = node.name
+
+    def _touch(self, frame: str, device: str) -> None:
+        while frame:
+            self.span.setdefault(frame, set()).add(device)
+            frame = self.parent.get(frame, "")
+
+    def same_frame(self, name: str, like: str) -> None:
+        self.out_frame[name] = self.out_frame.get(like, "")
+
+    def _needs_control_loops(self, frame: str) -> bool:
+        return len(self.span.get(frame, ())) > 1 and frame in self.loop_cond
+
+    def recv_control(self, src: str, dst_dev: Any) -> str | None:
+        """The control loop Merge a _Recv of ``src``'s output on ``dst_dev`` hangs on."""
+        frame = self.out_frame.get(src, "")
+        if not frame:
+            return None
+        return self.merge_of.get((frame, dst_dev.name))
+
+    def control_loops(self, runtime: Any, nodes: dict[str, Node],
+                      dev_of: dict[str, Any]) -> list[Node]:
+        """Build every (frame, device) control loop; returns the new nodes."""
+        out: list[Node] = []
+        f32, shape = _dt.float32, TensorShape([])
+        pivot_of: dict[tuple[str, str], str] = {}
+
+        def depth(f: str) -> int:
+            d = 0
+            while f:
+                d, f = d + 1, self.parent.get(f, "")
+            return d
+
+        def add(name: str, op: str, inputs: list[tuple[str, int]], dev: Any,
+                attrs: dict[str, Any], out_dtypes: list[Any], ctrl: list[str] = ()) -> str:
+            n = Node(name, op, inputs, list(ctrl), dev.name, attrs, runtime.op_def(op),
+                     out_dtypes, [shape] * len(out_dtypes), [], [])
+            n.in_dtypes = [nodes[s].out_dtypes[k] if s in nodes else f32
+                           for s, k in inputs]
+            n.in_shapes = [shape] * len(inputs)
+            n.assigned_device = dev.name
+            nodes[name] = n
+            dev_of[name] = dev
+            out.append(n)
+            return name
+
+        for frame in sorted(self.span, key=depth):
+            if not self._needs_control_loops(frame):
+                continue
+            for dname in sorted(self.span[frame]):
+                dev = self.devices[dname]
+                sp = DeviceSpec.from_string(dname)
+                base = f"{frame}/_cloop_{sp.job}_{sp.task}_{sp.device_type}_{sp.device_index}"
+                parent = self.parent.get(frame, "")
+                if parent:
+                    src = pivot_of[(parent, dname)]
+                else:
+                    src = add(f"{base}/start", "Const", [], dev,
+                              {"value": np.zeros((), np.float32), "dtype": f32}, [f32])
+                enter = add(f"{base}/Enter", "Enter", [(src, 0)], dev,
+                            {"T": f32, "frame_name": frame, "is_constant": False,
+                             "parallel_iterations": self.parallel.get(frame, 10)}, [f32])
+                merge = add(f"{base}/Merge", "Merge", [(enter, 0), (f"{base}/NextIteration",
+                                                                      0)], dev,
+                            {"T": f32, "N": 2}, [f32, _dt.int32])
+                switch = add(f"{base}/Switch", "Switch", [(merge, 0),
+                                                           (self.loop_cond[frame], 0)], dev,
+                             {"T": f32}, [f32, f32])
+                pivot = add(f"{base}/Identity", "Identity", [(switch, 1)], dev, {"T": f32},
+                            [f32])
+                add(f"{base}/NextIteration", "NextIteration", [(pivot, 0)], dev,
+                    {"T": f32}, [f32])
+                for n in (enter,):
+                    self.out_frame[n] = frame
+                for n in (merge, switch, pivot, f"{base}/NextIteration"):
+                    self.out_frame[n] = frame
+                if src.endswith("/start"):
+                    self.out_frame[src] = parent
+                self.merge_of[(frame, dname)] = merge
+                pivot_of[(frame, dname)] = pivot
+        return out
 
 
 def partition_graph_defs(parts: list[Partition]) -> list[Any]:

@@ -5,7 +5,8 @@ asks before or after the send. Keys follow TF's form::
 
     <send device>;<send device incarnation, hex>;<recv device>;<tensor name>;<frame>:<iter>
 
-Sends never block. Aborting a rendezvous (the step failed or was cancelled) wakes every
+Inside a loop the last part names the frame instance and iteration (the root frame is
+``0:0``; see :class:`FrameRendezvous`). Sends never block. Aborting a rendezvous (the step failed or was cancelled) wakes every
 waiting receiver with the step's error, makes later sends and receives fail at once,
 and drops every entry, so nothing outlives its step.
 """
@@ -17,7 +18,7 @@ from typing import Any, Callable
 
 from . import errors
 
-__all__ = ["Rendezvous", "RendezvousMgr", "make_key"]
+__all__ = ["Rendezvous", "RendezvousMgr", "make_key", "with_frame", "FrameRendezvous"]
 
 RecvCallback = Callable[[Any, "BaseException | None"], None]
 
@@ -27,6 +28,37 @@ def make_key(send_device: str, incarnation: int, recv_device: str, tensor_name: 
     """A rendezvous key in TF's layout."""
     return (f"{send_device};{incarnation & 0xffffffffffffffff:016x};{recv_device};"
             f"{tensor_name};{frame_id}:{iter_id}")
+
+
+def with_frame(key: str, frame_id: int, iter_id: int) -> str:
+    """``key`` with its ``frame:iter`` part replaced (a transfer inside a loop: one
+    key per frame instance and iteration)."""
+    return f"{key.rpartition(';')[0]};{frame_id}:{iter_id}"
+
+
+class FrameRendezvous:
+    """A step's rendezvous as seen from one iteration of one loop frame instance: every
+    key gets that frame id and iteration, so each iteration's transfers pair up."""
+
+    __slots__ = ("_inner", "_suffix")
+
+    def __init__(self, inner: Any, frame_id: int, iter_id: int):
+        self._inner = inner
+        self._suffix = f";{frame_id}:{iter_id}"
+
+    def _key(self, key: str) -> str:
+        return key.rpartition(";")[0] + self._suffix
+
+    def send(self, key: str, value: Any) -> None:
+        """Send under ``key`` re-keyed to this frame and iteration."""
+        self._inner.send(self._key(key), value)
+
+    def recv_async(self, key: str, callback: RecvCallback) -> None:
+        """Receive ``key`` re-keyed to this frame and iteration."""
+        self._inner.recv_async(self._key(key), callback)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 class Rendezvous:

@@ -1,4 +1,4 @@
-"""Conditionals: dead tensors, tf.cond, tf.case (while_loop is not implemented yet)."""
+"""Conditionals: dead tensors, tf.cond, tf.case (loops: test_while_loop.py)."""
 from __future__ import annotations
 
 import collections

@@ -18,14 +18,17 @@ pass (``FLOWRT_DISABLE_PASSES``)    order  also switched off by (``RewriterConfi
 Third-party passes get order 100 by default, so they see folded and deduplicated graphs
 but no fused nodes. Every pass keeps results bit-for-bit identical: folding evaluates
 the same CPU kernels once at compile time, CSE merges only nodes that would compute the
-same thing, and a fused node calls its members' own kernels in the original order.
+same thing, and a fused node calls its members' own kernels in the original order
+(a run of one unary ufunc may be a single call of that ufunc's own numpy loop).
 Like TF's grappler, no pass folds, merges away or absorbs a fetched or target node, a
 feed, or a node others are colocated with. Passes that remove nodes note in
 ``ir.replaced`` which surviving node stands for each (``{removed: survivor}``).
 """
 from __future__ import annotations
 
+import ctypes
 import math
+import threading
 import weakref
 from typing import Any, Callable, Iterable
 
@@ -491,28 +494,231 @@ ks.op(OpDef("_FusedElementwise", inputs=["inputs: Tin"], outputs=["output: T"],
                 "order. ``ops`` holds FusedMember objects (absorbed constants too)."))
 
 
+# -- same-ufunc chains ---------------------------------------------------------------------
+# A chain of n applications of one unary ufunc to a small tensor costs n ufunc calls,
+# each mostly numpy's per-call overhead. numpy's strided loop can instead run the whole
+# recurrence in one call: with the input at buf[0:m] and the output at buf[m:], element
+# k of the output (buf[m + k]) is computed after element k - m was written, so one call
+# over n * m elements leaves f applied n times in buf[n*m:]. That relies on the loop
+# going element by element, with the same per-element code, when its operands overlap;
+# numpy 2's sources do that for the (ufunc, dtype) pairs below (float32 sin/cos: the
+# vectorised sincos kernel on one lane at a time; float64: scalar libm calls either way),
+# and each pair is checked on a probe once per process before it is used.
+_RECURRENT = frozenset({("sin", "float32"), ("cos", "float32"), ("sin", "float64"),
+                        ("cos", "float64")})
+_CALL_INFO = b"numpy_1.24_ufunc_call_info"
+#: elements: above this, vectorised ufunc calls beat the one-element-at-a-time loop
+RECURRENCE_MAX_ELEMENTS = 16
+_SCRATCH_BYTES = 1 << 20  # per chain and thread; longer chains run in segments
+# PYFUNCTYPE: the GIL stays held (the loops are short; no release and re-acquire)
+_LOOP_PROTO = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+class _CallInfo(ctypes.Structure):
+    # numpy's ``ufunc_call_info`` (capsule ``numpy_1.24_ufunc_call_info``)
+    _fields_ = [("strided_loop", ctypes.c_void_p), ("context", ctypes.c_void_p),
+                ("auxdata", ctypes.c_void_p), ("requires_pyapi", ctypes.c_bool),
+                ("no_floatingpoint_errors", ctypes.c_bool)]
+
+
+class _StridedLoop:
+    """numpy's inner loop of a unary ufunc for one dtype, callable on raw pointers."""
+
+    __slots__ = ("fn", "context", "auxdata", "strides", "_capsule")
+
+    def __init__(self, ufunc: np.ufunc, dtype: np.dtype):
+        dts, capsule = ufunc._resolve_dtypes_and_context((dtype, None))
+        if tuple(dts) != (dtype, dtype):
+            raise TypeError(f"{ufunc.__name__} does not map {dtype} to itself")
+        size = dtype.itemsize
+        ufunc._get_strided_loop(capsule, fixed_strides=(size, size))
+        info = _CallInfo.from_address(_capsule_pointer(capsule, _CALL_INFO))
+        if info.requires_pyapi or not info.strided_loop:
+            raise TypeError(f"{ufunc.__name__} has no plain strided loop for {dtype}")
+        self._capsule = capsule  # owns the context and auxdata
+        self.fn = _LOOP_PROTO(info.strided_loop)
+        self.context, self.auxdata = info.context, info.auxdata
+        self.strides = (ctypes.c_ssize_t * 2)(size, size)
+
+    def args(self, data: Any, dims: Any) -> tuple[int, int, int, int, int]:
+        """The raw arguments of one call over ``data`` pointers and ``dims``."""
+        return (self.context, ctypes.addressof(data), ctypes.addressof(dims),
+                ctypes.addressof(self.strides), self.auxdata)
+
+    def recur(self, buf: np.ndarray, m: int, n: int) -> None:
+        """Apply the ufunc ``n`` times to ``buf[:m]``, leaving step k in
+        ``buf[k*m:(k+1)*m]`` (``buf`` is 1-D, contiguous, at least (n+1)*m long)."""
+        base = buf.ctypes.data
+        data = (ctypes.c_void_p * 2)(base, base + m * buf.itemsize)
+        dims = (ctypes.c_ssize_t * 1)(n * m)
+        self.call(data, dims, self.args(data, dims))
+
+    def call(self, *keep: Any) -> None:
+        """Call the loop with raw arguments ``keep[-1]`` (``keep`` holds what they point
+        into, so that it lives as long as the call)."""
+        if self.fn(*keep[-1]):
+            raise errors.InternalError(None, None, "numpy strided loop failed")
+
+
+_LOOPS: dict[tuple[str, str], _StridedLoop | None] = {}
+_LOOPS_LOCK = threading.Lock()
+
+
+def _probe_values(dtype: np.dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, float(info.tiny), -float(info.tiny),
+               float(info.smallest_subnormal), -float(info.smallest_subnormal),
+               float(info.max), -float(info.max), 1.0, -1.0, np.pi, 0.5,
+               71476.0625, 117435.992, 117436.0, -2.5e5, 1e30]
+    rng = np.random.default_rng(20261122)
+    wide = rng.standard_normal(512) * 10.0 ** rng.integers(-40, 40, 512)
+    near = rng.uniform(-1e6, 1e6, 256)
+    with np.errstate(all="ignore"):
+        return np.concatenate([np.array(special), wide, near]).astype(dtype)
+
+
+def _recurrent_loop(ufunc: Any, dtype: Any) -> _StridedLoop | None:
+    """The strided loop of ``ufunc`` for ``dtype`` when a chain of it may run as one
+    recurrence (see above), else None. Checked once per process on a probe: three
+    steps as one call must equal three ufunc calls bit for bit."""
+    if not isinstance(ufunc, np.ufunc) or ufunc.nin != 1 or ufunc.nout != 1:
+        return None
+    dt = np.dtype(dtype)
+    key = (ufunc.__name__, dt.name)
+    if key not in _RECURRENT or int(np.__version__.split(".")[0]) < 2 or \
+            ufunc is not getattr(np, ufunc.__name__, None):
+        return None
+    with _LOOPS_LOCK:
+        if key in _LOOPS:
+            return _LOOPS[key]
+        loop: _StridedLoop | None
+        try:
+            loop = _StridedLoop(ufunc, dt)
+            x = _probe_values(dt)
+            m, steps = x.size, 3
+            buf = np.empty((steps + 1) * m, dt)
+            buf[:m] = x
+            with np.errstate(all="ignore"):
+                loop.recur(buf, m, steps)
+                want = x
+                for _ in range(steps):
+                    want = ufunc(want)
+            if buf[steps * m:].tobytes() != want.tobytes():
+                loop = None
+        except Exception:  # no usable loop on this numpy: plain calls
+            loop = None
+        _LOOPS[key] = loop
+        return loop
+
+
+class _ChainState(threading.local):
+    m = -1
+    buf: np.ndarray
+    head: np.ndarray  # buf[:m]
+    parts: list[tuple[Any, Any, np.ndarray, tuple[int, ...]]]  # per segment: data
+    # pointers, dims, the view of its result, raw call arguments
+
+
+#: chains shorter than this run as ufunc calls: one recurrence call has a fixed cost of
+#: a few ufunc calls (ctypes call, copies in and out)
+RECURRENCE_MIN_STEPS = 8
+
+
+class _UfuncChain:
+    """``n`` applications of one unary ufunc in a row, bit for bit as ``n`` calls.
+
+    Small inputs of the chain's dtype run as one strided-loop recurrence (per-thread
+    scratch; the result is copied out); anything else runs as ufunc calls, in place on
+    the chain's own first result.
+    """
+
+    __slots__ = ("ufunc", "n", "dtype", "loop", "state")
+
+    def __init__(self, ufunc: np.ufunc, dtype: Any, n: int):
+        self.ufunc, self.n, self.dtype = ufunc, n, np.dtype(dtype)
+        self.loop = _recurrent_loop(ufunc, self.dtype) if n >= RECURRENCE_MIN_STEPS \
+            else None
+        self.state = _ChainState()
+
+    def __call__(self, x: Any) -> Any:
+        if self.loop is not None and x.__class__ is np.ndarray and x.dtype == self.dtype \
+                and 0 < x.size <= RECURRENCE_MAX_ELEMENTS:
+            return self._recur(x)
+        f = self.ufunc
+        y = f(x)
+        if y.__class__ is np.ndarray:  # a fresh array: the rest runs in place
+            for _ in range(self.n - 1):
+                f(y, y)
+        else:
+            for _ in range(self.n - 1):
+                y = f(y)
+        return y
+
+    def _recur(self, x: np.ndarray) -> Any:
+        st = self.state
+        if st.m != x.size:
+            self._prepare(st, x.size)
+        nd = x.ndim
+        st.head[...] = x if nd == 1 else x.reshape(-1)
+        call, parts = self.loop.call, st.parts
+        call(*parts[0])
+        for k in range(1, len(parts)):  # segments: carry the last result over
+            st.head[...] = parts[k - 1][2]
+            call(*parts[k])
+        out = parts[-1][2].copy()
+        return out if nd == 1 else out.reshape(x.shape) if nd else out[0]
+
+    def _prepare(self, st: _ChainState, m: int) -> None:
+        size = self.dtype.itemsize
+        seg = max(1, min(self.n, _SCRATCH_BYTES // (m * size) - 1))
+        buf = np.empty((seg + 1) * m, self.dtype)
+        base = buf.ctypes.data
+        data = (ctypes.c_void_p * 2)(base, base + m * size)
+        parts = []
+        left = self.n
+        while left:
+            k = min(seg, left)
+            dims = (ctypes.c_ssize_t * 1)(k * m)
+            parts.append((data, dims, buf[k * m:(k + 1) * m], self.loop.args(data, dims)))
+            left -= k
+        st.buf, st.head, st.parts, st.m = buf, buf[:m], parts, m
+
+
+def _same_dtype_ufunc(fn: Any, dt: Any) -> bool:
+    """Whether kernel ``fn`` is a numpy unary ufunc whose loop maps ``dt`` to itself (so
+    it may write its result over its input)."""
+    if not isinstance(fn, np.ufunc) or fn.nin != 1 or fn.nout != 1:
+        return False
+    try:
+        npdt = np.dtype(dt.base_dtype.np)
+        return npdt.kind in "biufc" and tuple(fn.resolve_dtypes((npdt, None))) == \
+            (npdt, npdt)
+    except Exception:
+        return False
+
+
 @ks.kernel("_FusedElementwise")
 def _fused_elementwise_kernel(ctx: Any) -> Callable[..., Any]:
     members: list[FusedMember] = list(ctx.attrs["ops"])
     runtime = ctx.attrs["_runtime"]
     dev = ctx.device
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = {"_nd": np.ndarray}
     n_in = len(ctx.attrs["Tin"])
     lines = [f"def fused({', '.join(f'a{j}' for j in range(n_in))}):", "    try:"]
     line_member: list[int] = []  # member index of each call line
     last = len(members) - 1
-    # Each intermediate lives in a local "register" that is reused once its last reader
-    # ran, so a chain frees (and numpy reuses) each buffer as soon as it is consumed;
-    # the unfused step keeps every intermediate alive to the end of the step.
+    readers: dict[int, int] = {}
     last_use: dict[int, int] = {}
     for i, m in enumerate(members):
         for kind, j in m.args:
             if kind == "tmp":
                 last_use[j] = i
-    ref: dict[int, str] = {}  # member -> the expression naming its value
-    free: list[str] = []
-    n_regs = 0
-    for i, m in enumerate(members):
+                readers[j] = readers.get(j, 0) + 1
+    fns: list[Any] = []
+    for m in members:
         kdef = runtime.find_kernel(m.node.type, dev.device_type)
         try:
             if kdef is None:
@@ -520,33 +726,86 @@ def _fused_elementwise_kernel(ctx: Any) -> Callable[..., Any]:
                     None, None, f"No kernel for op '{m.node.type}' on device {dev.name}")
             fn = kdef.factory(KernelContext(m.node, dev, ctx.session_state))
             if kdef.kind == "const":  # an absorbed constant: its value, made once
-                ref[i] = f"c{i}"
-                env[ref[i]] = fn()
-                continue
+                fn = ("const", fn())
         except Exception as e:
             raise op_error_for(e, m.node, dev.name) from e
-        env[f"f{i}"] = fn
+        fns.append(fn)
+
+    def unary_ufunc(i: int) -> bool:
+        node = members[i].node
+        out = node.out_dtypes[0]
+        return len(members[i].args) == 1 and node.in_dtypes[0].base_dtype is \
+            out.base_dtype and _same_dtype_ufunc(fns[i], out)
+
+    def chained(i: int) -> bool:
+        """Member i applies member i-1's ufunc to member i-1's result, its only reader."""
+        return (i > 0 and unary_ufunc(i) and fns[i] is fns[i - 1] and unary_ufunc(i - 1)
+                and members[i].args[0] == ("tmp", i - 1) and readers.get(i - 1) == 1
+                and members[i].node.out_dtypes[0].base_dtype is
+                members[i - 1].node.out_dtypes[0].base_dtype)
+
+    # Each intermediate lives in a local "register" that is reused once its last reader
+    # ran, so a chain frees (and numpy reuses) each buffer as soon as it is consumed;
+    # the unfused step keeps every intermediate alive to the end of the step. A unary
+    # ufunc whose input is the fresh result of an earlier ufunc, read by nobody else,
+    # writes over that input (numpy treats exact in-place operands as non-overlapping,
+    # so the same loop runs). Runs of one ufunc become a single _UfuncChain call.
+    ref: dict[int, str] = {}  # member -> the expression naming its value
+    owned: set[int] = set()  # members whose value is an array made in this call
+    free: list[str] = []
+    n_regs = 0
+    i = 0
+    while i <= last:
+        m, fn = members[i], fns[i]
+        if isinstance(fn, tuple):
+            ref[i] = f"c{i}"
+            env[ref[i]] = fn[1]
+            i += 1
+            continue
+        end = i
+        if unary_ufunc(i):
+            while end < last and chained(end + 1):
+                end += 1
         args = ", ".join(f"a{j}" if kind == "in" else ref[j] for kind, j in m.args)
-        if i == last:
-            lines.append(f"        return f{i}({args})")
+        for kind, j in m.args:  # registers whose last reader is this member
+            if kind == "tmp" and last_use.get(j) == i and ref[j].startswith("r") \
+                    and ref[j] not in free:
+                free.append(ref[j])
+        src = m.args[0] if m.args else None
+        in_place = (src is not None and src[0] == "tmp" and src[1] in owned
+                    and readers.get(src[1]) == 1 and unary_ufunc(i))
+        if end - i + 1 >= 2:
+            env[f"f{i}"] = _UfuncChain(fn, m.node.out_dtypes[0].base_dtype.np, end - i + 1)
+            call = f"f{i}({args})"
         else:
-            for kind, j in m.args:  # registers whose last reader is this member
-                if kind == "tmp" and last_use.get(j) == i and ref[j].startswith("r") \
-                        and ref[j] not in free:
-                    free.append(ref[j])
-            if free:
+            env[f"f{i}"] = fn
+            call = f"f{i}({args})"
+            if in_place:
+                call = f"f{i}({args}, {args}) if {args}.__class__ is _nd else {call}"
+        if end == last:
+            lines.append(f"        return {call}")
+        else:
+            if in_place and ref[src[1]] in free:
+                free.remove(ref[src[1]])
+                reg = ref[src[1]]
+            elif free:
                 reg = free.pop()
             else:
                 reg, n_regs = f"r{n_regs}", n_regs + 1
-            ref[i] = reg
-            lines.append(f"        {reg} = f{i}({args})")
+            ref[end] = reg
+            lines.append(f"        {reg} = {call}")
+        if isinstance(fn, np.ufunc):
+            owned.add(end)
         line_member.append(i)
+        i = end + 1
     lines += ["    except Exception as e:", "        raise _member_error(e)"]
     dev_name = dev.name
     first_line = 3  # line number of the first call
 
     def member_error(e: BaseException) -> BaseException:
         tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_name != "fused":
+            tb = tb.tb_next
         k = (tb.tb_lineno - first_line) if tb is not None else -1
         if not 0 <= k < len(line_member):  # pragma: no cover - defensive
             return e
@@ -569,6 +828,9 @@ def elementwise_fusion(ir: GraphIR, ctx: Any) -> None:
     exactly the device types the fused op runs on. The fused kernel builds each member's
     own kernel and calls them in the original topological order, so results are
     bit-for-bit those of the unfused graph; a failing member is named in the error.
+    Unary ufuncs write over their input where it is a fresh array nobody else reads, and
+    a run of one unary ufunc on a small tensor may run as one recurrence of numpy's
+    strided loop (see ``_UfuncChain``): the same per-element code, so the same bits.
     """
     rw = _rewrite_options(ctx.config)
     if rw is not None and rw.remapping == _OFF:
