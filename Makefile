@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # A separate environment with tensorflow-cpu for side-by-side runs (never a dependency).
 TF_VENV ?= ../tf-venv
 
-.PHONY: demo test compat bench plugins clean
+.PHONY: demo test compat bench bench-dist plugins clean
 
 EXAMPLE_PLUGIN := $(wildcard examples/flowrt-example-plugin/pyproject.toml examples/flowrt-example-plugin/src/*/*.py examples/flowrt-example-plugin/*/*.py)
 
@@ -34,6 +34,11 @@ compat:
 bench:
 	@test -x $(TF_VENV)/bin/python || { echo "make bench needs a TensorFlow environment at $(TF_VENV)"; exit 2; }
 	$(TF_VENV)/bin/python bench/step_bench.py
+
+# Distributed side by side (ps + 2 workers on loopback, every task its own process).
+bench-dist:
+	@test -x $(TF_VENV)/bin/python || { echo "make bench-dist needs a TensorFlow environment at $(TF_VENV)"; exit 2; }
+	$(TF_VENV)/bin/python bench/dist_bench.py --markdown --repeats 3
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -41,7 +41,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(steps=args.steps, out_dir=args.out)
+    return run_demo(steps=args.steps, out_dir=args.out, protocol=args.protocol,
+                    workers=args.workers)
 
 
 def _cmd_server(args: argparse.Namespace) -> int:
@@ -49,6 +50,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
     import json
     import signal
 
+    from . import errors
     from .cluster import ClusterSpec, cluster_from_environment
     from .server import Server
 
@@ -72,17 +74,29 @@ def _cmd_server(args: argparse.Namespace) -> int:
             raise ValueError("say which task this is: --job and --task (or a \"task\" in "
                              "the FLOWRT_CONFIG JSON)")
         server = Server(cluster, job_name=job, task_index=task or 0,
-                        protocol=args.protocol, health_check_period=args.health_check_period)
-    except (OSError, ValueError, TypeError) as e:
-        print(f"flowrt server: {e}", file=sys.stderr)
+                        protocol=args.protocol, health_check_period=args.health_check_period,
+                        start=False)
+        if args.max_message_bytes is not None:
+            if not hasattr(server.transport, "max_message_bytes"):
+                raise ValueError(f"--max-message-bytes: the {args.protocol} transport has "
+                                 "no message size limit")
+            server.transport.max_message_bytes = int(args.max_message_bytes)
+        server.start()
+    except (OSError, ValueError, TypeError, errors.OpError) as e:
+        print(f"flowrt server: {getattr(e, 'message', None) or e}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    # the handler only records the signal: stopping happens on the main loop below
+    signalled: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: signalled.append(signum))
     print(f"flowrt server: /job:{server.job_name}/task:{server.task_index} serving "
           f"{server.target}", flush=True)
     try:
-        while not server.join(0.5):
-            pass
+        while not server.join(0.2):
+            if signalled:
+                server.shutdown_reason = "SIGTERM"
+                server.stop()
     except KeyboardInterrupt:
+        server.shutdown_reason = "interrupted"
         server.stop()
     print(f"flowrt server: stopped ({server.shutdown_reason or 'stop'})", flush=True)
     return 0
@@ -94,8 +108,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("plugins", help="list plugins: what was found, from where, what failed")
     sp.set_defaults(fn=_cmd_plugins)
-    sd = sub.add_parser("demo", help="run the demo model on the in-process runtime")
-    sd.add_argument("--steps", type=int, default=300)
+    sd = sub.add_parser("demo", help="train the demo model on a ps and workers cluster",
+                        description="Start a parameter server and --workers workers and "
+                        "train a small MLP by between-graph asynchronous replication. "
+                        "inproc keeps everything in this process; grpc and zmq start every "
+                        "server and every worker's client as a process of its own.")
+    sd.add_argument("--protocol", choices=("inproc", "grpc", "zmq"), default="inproc",
+                    help="transport between the tasks (default: inproc)")
+    sd.add_argument("--workers", type=int, default=2, help="worker tasks (default: 2)")
+    sd.add_argument("--steps", type=int, default=200,
+                    help="training steps per worker (default: 200)")
     sd.add_argument("--out", metavar="DIR", default=".",
                     help="directory for the traced step's timeline (Chrome trace JSON) "
                          "and graph (Graphviz DOT); default: the current directory")
@@ -113,6 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sv.add_argument("--protocol", default="grpc", help="grpc (default), zmq or inproc")
     sv.add_argument("--health-check-period", type=float, default=None,
                     help="seconds between health checks of the other tasks (default 1)")
+    sv.add_argument("--max-message-bytes", type=int, default=None,
+                    help="refuse messages larger than this (default: the transport's, "
+                    "4 GiB)")
     sv.set_defaults(fn=_cmd_server)
     args = p.parse_args(argv)
     return int(args.fn(args) or 0)

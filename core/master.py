@@ -252,7 +252,9 @@ class MasterSession:
             timeout_ms = self.config.operation_timeout_in_ms
         timeout = timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
         try:
-            if len(cs.parts) == 1:
+            # a step wholly on another task still goes through _run_on_workers, so that
+            # the health checker can fail it when that task stops answering
+            if len(cs.parts) == 1 and cs.parts[0][0] is self.master.local_worker:
                 worker, handle, _ = cs.parts[0]
                 step_id = next(_step_ids) if worker is self.master.local_worker and \
                     self.master.cluster is None else random.getrandbits(63) or 1

@@ -115,8 +115,8 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
             for k, ((src, _), arg) in enumerate(zip(node.inputs, node.input_args())):
                 if src not in ir.nodes or ir.nodes[src].type == ARG_OP:
                     continue
-                if arg.is_ref or (kind == "cost_model" and _is_resource(node, k)):
-                    # (the simple placer has every resource on one device anyway)
+                if arg.is_ref or _is_resource(node, k):
+                    # (a resource handle, like a queue's, is only valid on its device)
                     uf.union(src, node.name)
     groups: dict[str, list[Node]] = {}
     for node in ir.nodes.values():

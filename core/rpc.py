@@ -57,6 +57,13 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any]) -> None:
         m.buffer = -1
         return
     arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.dtype.kind == "O" and not all(isinstance(x, (bytes, str))
+                                         for x in arr.reshape(-1)):
+        bad = next(x for x in arr.reshape(-1) if not isinstance(x, (bytes, str)))
+        raise errors.InvalidArgumentError(
+            None, None, f"a {type(bad).__name__} value cannot be sent to another task: "
+            "only numeric, bool and string tensors travel (place the ops that use a "
+            "queue or other resource on the task that holds it)")
     if arr.dtype.kind in "OSU":
         from .graph_def import make_tensor_proto
 
@@ -459,8 +466,13 @@ class WorkerClient(_Client):
         """Ask the worker for its devices and incarnation (refreshes :attr:`devices`)."""
         resp, _ = self.call("Worker/GetStatus", pb.Empty(), pb.GetStatusResponse,
                             timeout=timeout)
-        self._devices = [RemoteDevice(d.name, d.device_type, d.memory_limit, d.incarnation,
-                                      self) for d in resp.device]
+        new = [(d.name, d.device_type, d.memory_limit, d.incarnation) for d in resp.device]
+        old = self._devices
+        # keep the device objects while they are the same: placement maps devices to
+        # workers by identity, and health checks call this from another thread
+        if old is None or [(d.name, d.device_type, d.memory_limit, d.incarnation)
+                           for d in old] != new:
+            self._devices = [RemoteDevice(*d, owner=self) for d in new]
         self.incarnation, self.job, self.task = resp.incarnation, resp.job, resp.task
         return resp
 
@@ -604,8 +616,10 @@ class MasterClient(_Client):
         delay = 0.05
         while True:
             try:
+                # the master waits up to the same deadline for the cluster's tasks and
+                # then says which one it could not reach: give it time to say so
                 resp, _ = self.call("Master/CreateSession", req, pb.CreateSessionResponse,
-                                    timeout=max(1.0, deadline - time.monotonic()))
+                                    timeout=max(1.0, deadline - time.monotonic()) + 10.0)
                 break
             except errors.UnavailableError as e:
                 if time.monotonic() + delay >= deadline:

@@ -166,5 +166,6 @@ def shutdown_cluster(target: str, reason: str = "", runtime: Any = None) -> None
     client = rt.transport(scheme).master_client(address)
     if hasattr(client, "shutdown"):
         client.shutdown(reason)
-    else:  # an in-process master object
+    else:  # an in-process master object: the others, then its own task
         client.shutdown_cluster(reason)
+        client.local_worker.shutdown(reason)

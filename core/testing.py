@@ -43,7 +43,10 @@ from .transport import Transport
 
 __all__ = ["Report", "check_device_type", "check_device", "check_transport",
            "check_kernel_set", "check_graph_pass", "check_plugin", "TRANSPORT_LIVE_CHECKS",
-           "KERNEL_KINDS"]
+           "KERNEL_KINDS", "run_distributed_conformance", "check_cluster",
+           "ClusterConformance", "TaskStarter", "CLUSTER_JOBS", "cluster_addresses",
+           "in_process_task_starter", "free_port", "ServerProcess",
+           "subprocess_task_starter", "start_server_processes"]
 
 #: The kernel kinds the executor knows (see :class:`~flowrt.op_registry.KernelDef`),
 #: with the number of arguments the compute callable takes before the node's inputs.
@@ -1136,3 +1139,630 @@ def check_plugin(module_or_name: Any, runtime: Any = None, *, live: bool = True,
     for p in passes:
         r.parts.append(_check_graph_pass(p, where, runtime))
     return r
+
+
+# ---------------------------------------------------------------------------------------
+# distributed conformance: a small cluster, checked end to end
+# ---------------------------------------------------------------------------------------
+#: ``start_task(cluster, job, task) -> stop``: start one task of ``cluster`` (a
+#: ``{job: [address, ...]}`` dict) so that it serves at its address, and return a
+#: callable that stops it again. It may return before the task answers: the suite waits
+#: for every task when it creates its first session.
+TaskStarter = Callable[[dict[str, list[str]], str, int], Callable[[], None]]
+
+#: the cluster :func:`check_cluster` starts: one parameter server and two workers
+CLUSTER_JOBS: dict[str, int] = {"ps": 1, "worker": 2}
+
+_PS, _W0, _W1 = "/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free on ``host`` a moment ago (bind to port 0, then close)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def cluster_addresses(protocol: str, jobs: dict[str, int] | None = None
+                      ) -> dict[str, list[str]]:
+    """A cluster dict for ``protocol``: free ``127.0.0.1`` ports for network
+    transports, unique names for ``inproc``."""
+    tag = uuid.uuid4().hex[:8]
+    out: dict[str, list[str]] = {}
+    for job, n in (jobs or CLUSTER_JOBS).items():
+        out[job] = [f"{job}{i}-{tag}" if protocol == "inproc" else f"127.0.0.1:{free_port()}"
+                    for i in range(n)]
+    return out
+
+
+def in_process_task_starter(protocol: str) -> TaskStarter:
+    """A :data:`TaskStarter` running each task as a ``flowrt.train.Server`` in this
+    process (the only choice for ``inproc``; real sockets for ``grpc`` and ``zmq``)."""
+
+    def start(cluster: dict[str, list[str]], job: str, task: int) -> Callable[[], None]:
+        from .server import Server
+
+        return Server(cluster, job, task, protocol=protocol).stop
+
+    return start
+
+
+class ClusterConformance:
+    """The distributed conformance checks, run against one live cluster of
+    :data:`CLUSTER_JOBS` (``ps`` task 0, ``worker`` tasks 0 and 1) over ``protocol``.
+
+    Sessions use the master of ``worker`` task 0 (the chief) unless a check needs a
+    second client. Every check picks fresh variable and container names, so the checks
+    may run in any order, any number of times, against one shared cluster. Each check
+    method returns a line describing what it verified and raises AssertionError naming
+    the protocol and what went wrong.
+
+    :param protocol: the transport scheme (``inproc``, ``grpc``, ``zmq``, ...)
+    :param cluster: the cluster's ``{job: [address, ...]}``
+    :param op_timeout_ms: ``operation_timeout_in_ms`` of every session, so that a broken
+        runtime fails a check instead of hanging it
+    """
+
+    #: the check methods, in the order :meth:`run_all` runs them
+    CHECKS = ("cross_task_step", "between_graph_variables", "containers_and_reset",
+              "device_filters", "graph_extension", "dtypes", "large_tensor",
+              "cond_across_tasks", "remote_errors", "traced_step", "concurrent_steps")
+
+    def __init__(self, protocol: str, cluster: dict[str, list[str]],
+                 op_timeout_ms: int = 60000):
+        self.protocol = protocol
+        self.cluster = cluster
+        self.op_timeout_ms = op_timeout_ms
+
+    # -- helpers ------------------------------------------------------------------------
+    def target(self, job: str = "worker", task: int = 0) -> str:
+        """The session target of one task."""
+        return f"{self.protocol}://{self.cluster[job][task]}"
+
+    def config(self, **kw: Any) -> Any:
+        from .proto.config_pb2 import ConfigProto
+
+        return ConfigProto(operation_timeout_in_ms=self.op_timeout_ms, **kw)
+
+    def session(self, graph: Any, task: int = 0, **config: Any) -> Any:
+        """A session on worker ``task``'s master."""
+        from .session import Session
+
+        return Session(self.target("worker", task), graph=graph, config=self.config(**config))
+
+    def _fail(self, what: str, message: str) -> NoReturn:
+        _fail([f"cluster over {self.protocol!r}", what], message)
+
+    def _same(self, what: str, got: Any, want: Any) -> None:
+        got_a, want_a = np.asarray(got), np.asarray(want)
+        if got_a.dtype != want_a.dtype or got_a.shape != want_a.shape or \
+                not (np.array_equal(got_a, want_a) if got_a.dtype.kind in "OSUb?"
+                     else np.allclose(got_a, want_a, rtol=1e-6, atol=0)):
+            self._fail(what, f"got {got_a!r} ({got_a.dtype}, {got_a.shape}), expected "
+                             f"{want_a!r} ({want_a.dtype}, {want_a.shape})")
+
+    def _expect_error(self, what: str, cls: type, fn: Callable[[], Any],
+                      *needles: str) -> BaseException:
+        try:
+            fn()
+        except cls as e:
+            msg = getattr(e, "message", str(e))
+            for n in needles:
+                if n not in msg:
+                    self._fail(what, f"{cls.__name__} did not mention {n!r}: {msg!r}")
+            return e
+        except Exception as e:
+            self._fail(what, f"expected flowrt.errors.{cls.__name__}, got {_exc(e)}")
+        self._fail(what, f"expected flowrt.errors.{cls.__name__}; nothing was raised")
+
+    # -- checks -------------------------------------------------------------------------
+    def cross_task_step(self) -> str:
+        """A step over three tasks: a feed consumed on the ps, fetches from every task."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(_PS):
+                x = tf.placeholder(tf.float32, [None, 3], name="x")
+                a = tf.matmul(x, tf.constant(np.eye(3, dtype=np.float32) * 2))
+            with tf.device(_W1):
+                b = tf.reduce_sum(a, axis=1) + 1.0
+            with tf.device(_W0):
+                c = b * tf.reduce_max(a)
+        xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+        with self.session(g) as s:
+            for k in range(3):  # the compiled step is reused
+                ra, rb, rc = s.run([a, b, c], {x: xv + k})
+                ea = (xv + k) * 2
+                self._same("cross-task step", ra, ea)
+                self._same("cross-task step", rb, ea.sum(1) + 1)
+                self._same("cross-task step", rc, (ea.sum(1) + 1) * ea.max())
+        return "a step over ps, worker 0 and worker 1: feed on the ps, fetches from each"
+
+    def between_graph_variables(self) -> str:
+        """Two clients build their own graphs; the same variable name on the ps is one
+        variable."""
+        import flowrt as tf
+
+        name = f"between_{uuid.uuid4().hex[:8]}"
+
+        def build() -> tuple[Any, Any, Any, Any]:
+            g = tf.Graph()
+            with g.as_default():
+                with tf.device(_PS):
+                    v = tf.get_variable(name, initializer=tf.constant([1.0, 2.0]))
+                with tf.device(_W0):
+                    inc = tf.assign_add(v, [1.0, 10.0])
+                init = v.initializer
+            return g, v, inc, init
+
+        g1, v1, inc1, init1 = build()
+        g2, v2, inc2, _ = build()
+        with self.session(g1, 0) as s1, self.session(g2, 1) as s2:
+            s1.run(init1)
+            s1.run(inc1)
+            self._same("between-graph variables", s2.run(v2), np.float32([2, 12]))
+            s2.run(inc2)
+            self._same("between-graph variables", s1.run(v1), np.float32([3, 22]))
+        return "a variable on the ps is shared by name between two clients' graphs"
+
+    def containers_and_reset(self) -> str:
+        """``tf.container`` separates variables; ``Session.reset`` clears one container
+        and leaves the others."""
+        import flowrt as tf
+
+        tag = uuid.uuid4().hex[:8]
+        g = tf.Graph()
+        with g.as_default(), tf.device(_PS):
+            with tf.container(f"a_{tag}"):
+                va = tf.Variable(5.0, name="cv")
+            with tf.container(f"b_{tag}"):
+                vb = tf.Variable(7.0, name="cv")
+        with self.session(g) as s:
+            s.run([va.initializer, vb.initializer])
+            self._same("containers", s.run([va, vb]), np.float32([5, 7]))
+            s.run(va.assign(6.0))
+            self._same("containers", s.run(vb), np.float32(7))
+        tf.Session.reset(self.target(), [f"a_{tag}"])
+        with self.session(g, 1) as s:
+            self._expect_error("Session.reset", tf.errors.FailedPreconditionError,
+                               lambda: s.run(va), "cv")
+            self._same("Session.reset", s.run(vb), np.float32(7))
+        return "containers separate same-named variables; Session.reset clears one"
+
+    def device_filters(self) -> str:
+        """``device_filters`` keeps a session's ops on the tasks it names."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [2])
+            y = tf.square(x) + 1.0
+            with tf.device(_PS):
+                z = tf.identity(x)
+        md = tf.RunMetadata()
+        with self.session(g, 0, device_filters=[_W1]) as s:
+            self._same("device_filters", s.run(y, {x: [1, 2]},
+                                               options=tf.RunOptions(trace_level=3),
+                                               run_metadata=md), np.float32([2, 5]))
+            devs = {d.device for d in md.step_stats.dev_stats}
+            if not devs or any("/job:worker/replica:0/task:1/" not in d for d in devs):
+                self._fail("device_filters", f"ops ran on {sorted(devs)}, expected only "
+                                             "/job:worker/task:1")
+            self._expect_error("device_filters", tf.errors.InvalidArgumentError,
+                               lambda: s.run(z, {x: [1, 2]}), "job:ps")
+        return "device_filters place every op on the filtered task; others are refused"
+
+    def graph_extension(self) -> str:
+        """Nodes added after the first run (on other tasks) run in the same session."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        with g.as_default(), tf.device(_PS):
+            a = tf.constant(2.0)
+        with self.session(g) as s:
+            self._same("graph extension", s.run(a), np.float32(2))
+            with g.as_default():
+                with tf.device(_W1):
+                    p = tf.placeholder(tf.float32, [])
+                    b = a * p
+                with tf.device(_W0):
+                    c = b + a
+            self._same("graph extension", s.run([b, c], {p: 5.0}), np.float32([10, 12]))
+            self._same("graph extension", s.run(a), np.float32(2))
+        return "the graph grows after the first run; new nodes on other tasks run"
+
+    def dtypes(self) -> str:
+        """string, bool, int64 and 0-size tensors cross tasks (and come back)."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        sv = np.array([b"ab", b"", "\u00e9\u00e8".encode(), b"\x00\xff"], dtype=object)
+        with g.as_default():
+            with tf.device(_PS):
+                s_in = tf.placeholder(tf.string, [None])
+                b_in = tf.placeholder(tf.bool, [None])
+                i = tf.constant([2 ** 40, -3, 0], tf.int64)
+                z = tf.zeros([0, 3], tf.float32)
+                zi = tf.zeros([4, 0], tf.int32)
+            with tf.device(_W1):
+                s2 = tf.identity(s_in)
+                b2 = tf.logical_not(b_in)
+                i2 = i * 2
+                z2 = z * 2.0
+                zi2 = tf.identity(zi)
+        with self.session(g) as s:
+            got = s.run([s2, b2, i2, z2, zi2], {s_in: sv, b_in: [True, False]})
+        self._same("string tensor", got[0], sv)
+        self._same("bool tensor", got[1], np.array([False, True]))
+        self._same("int64 tensor", got[2], np.array([2 ** 41, -6, 0], np.int64))
+        self._same("0-size tensor", got[3], np.zeros([0, 3], np.float32))
+        self._same("0-size tensor", got[4], np.zeros([4, 0], np.int32))
+        return "string, bool, int64 and 0-size tensors cross tasks"
+
+    def large_tensor(self) -> str:
+        """A 32 MiB tensor fed to the ps, moved to a worker and fetched."""
+        import flowrt as tf
+
+        n = 8 << 20  # float32: 32 MiB
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(_PS):
+                x = tf.placeholder(tf.float32, [n])
+                y = x + 1.0
+            with tf.device(_W1):
+                z = y * 2.0
+        xv = np.arange(n, dtype=np.float32)
+        with self.session(g) as s:
+            r = s.run(z, {x: xv})
+        if r.shape != (n,) or not np.array_equal(r, (xv + 1.0) * 2.0):
+            self._fail("32 MiB tensor", "the result differs from numpy's")
+        return "a 32 MiB tensor crosses tasks intact"
+
+    def cond_across_tasks(self) -> str:
+        """A cond whose branches sit on two tasks: the untaken side's dead tensors
+        cross tasks."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(_W0):
+                pred = tf.placeholder(tf.bool, [])
+                x = tf.placeholder(tf.float32, [2])
+
+            def on_ps() -> Any:
+                with tf.device(_PS):
+                    return x * 10.0
+
+            def on_w1() -> Any:
+                with tf.device(_W1):
+                    return x - 1.0
+
+            with tf.device(_W0):
+                r = tf.cond(pred, on_ps, on_w1) + 0.5
+        xv = np.float32([1, 2])
+        with self.session(g) as s:
+            for _ in range(2):
+                self._same("cond across tasks", s.run(r, {pred: True, x: xv}), xv * 10 + .5)
+                self._same("cond across tasks", s.run(r, {pred: False, x: xv}), xv - .5)
+        return "a cond with one branch on the ps and one on worker 1 takes either"
+
+    def remote_errors(self) -> str:
+        """Errors raised on another task arrive with their class and the node's name;
+        the session keeps working."""
+        import flowrt as tf
+
+        vname = f"uninit_{uuid.uuid4().hex[:8]}"
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(_PS):
+                x = tf.placeholder(tf.float32, [None])
+                checked = tf.check_numerics(x, "bad value", name="remote_check")
+                v = tf.Variable(1.0, name=vname)
+            with tf.device(_W0):
+                y = checked + 1.0
+                w = v + 1.0
+        with self.session(g) as s:
+            self._expect_error("remote error", tf.errors.InvalidArgumentError,
+                               lambda: s.run(y, {x: [1.0, np.nan]}), "remote_check")
+            self._expect_error("remote error", tf.errors.FailedPreconditionError,
+                               lambda: s.run(w), vname)
+            self._same("after a remote error", s.run(y, {x: [1.0]}), np.float32([2]))
+        return "remote InvalidArgument and FailedPrecondition errors name their node"
+
+    def traced_step(self) -> str:
+        """A FULL_TRACE step's step_stats have a device of every task it used."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(_PS):
+                x = tf.placeholder(tf.float32, [2])
+                a = tf.multiply(x, 3.0, name="on_ps")
+            with tf.device(_W1):
+                b = tf.negative(a, name="on_w1")
+            with tf.device(_W0):
+                c = tf.add(a, b, name="on_w0")
+        md = tf.RunMetadata()
+        with self.session(g) as s:
+            self._same("traced step", s.run(
+                c, {x: [1.0, 2.0]}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                run_metadata=md), np.float32([0, 0]))
+        devs = {d.device: {n.node_name for n in d.node_stats}
+                for d in md.step_stats.dev_stats}
+        for task, node in (("/job:ps/replica:0/task:0", "on_ps"),
+                           ("/job:worker/replica:0/task:1", "on_w1"),
+                           ("/job:worker/replica:0/task:0", "on_w0")):
+            if not any(d.startswith(task + "/") and node in names
+                       for d, names in devs.items()):
+                self._fail("traced step", f"no stats of node {node} on a device of {task}:"
+                                          f" {sorted(devs)}")
+        return "a traced step reports each task's devices and nodes"
+
+    def concurrent_steps(self, threads: int = 8, steps: int = 15) -> str:
+        """Steps from several threads at once share one session and stay correct."""
+        import flowrt as tf
+
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(_PS):
+                x = tf.placeholder(tf.float32, [4])
+                a = x * 2.0
+            with tf.device(_W1):
+                b = a + x
+        failures: list[str] = []
+        with self.session(g) as s:
+            def work(k: int) -> None:
+                try:
+                    for j in range(steps):
+                        xv = np.full(4, k * 1000 + j, np.float32)
+                        r = s.run(b, {x: xv})
+                        if not np.array_equal(r, xv * 3):
+                            failures.append(f"thread {k} step {j}: {r!r}")
+                except Exception as e:  # noqa: BLE001 - reported below
+                    failures.append(f"thread {k}: {_exc(e)}")
+
+            ths = [threading.Thread(target=work, args=(k,), daemon=True)
+                   for k in range(threads)]
+            for t in ths:
+                t.start()
+            for t in ths:
+                t.join(self.op_timeout_ms / 1000.0)
+            if any(t.is_alive() for t in ths):
+                self._fail("concurrent steps", "a thread's steps did not finish in time")
+        if failures:
+            self._fail("concurrent steps", "; ".join(failures[:3]))
+        return f"{threads} threads x {steps} cross-task steps at once"
+
+    def run_all(self) -> Report:
+        """Run every check of :attr:`CHECKS`."""
+        r = Report(f"cluster over {self.protocol!r}")
+        for name in self.CHECKS:
+            r.ok(getattr(self, name)())
+        return r
+
+
+def check_cluster(protocol: str, start_task: TaskStarter | None = None, *,
+                  checks: Sequence[str] | None = None, timeout: float = 300.0) -> Report:
+    """Start a cluster of :data:`CLUSTER_JOBS` over ``protocol`` and run the
+    distributed conformance checks of :class:`ClusterConformance` against it.
+
+    Checked: steps across three tasks (values against numpy, feeds consumed on the ps,
+    fetches from every task), variables shared by name between two clients
+    (between-graph replication), containers and ``Session.reset``, ``device_filters``,
+    growing the graph after the first run, string, bool, int64 and 0-size tensors, a
+    32 MiB tensor, a cond whose branches sit on two tasks, errors from another task
+    arriving with their class and node name, traced steps, and steps from 8 threads.
+
+    :param protocol: the transport scheme
+    :param start_task: how to start each task (default: in this process,
+        :func:`in_process_task_starter`); pass one that starts ``flowrt server``
+        processes to test across processes
+    :param checks: run only these checks (names from ``ClusterConformance.CHECKS``)
+    :param timeout: seconds the whole run may take
+    :returns: a :class:`Report`
+    :raises AssertionError: naming the protocol and the check that failed
+    """
+    cluster = cluster_addresses(protocol)
+    starter = start_task or in_process_task_starter(protocol)
+    stops: list[Callable[[], None]] = []
+    try:
+        tasks = [(job, i) for job, addrs in cluster.items() for i in range(len(addrs))]
+        errs: list[BaseException] = []
+
+        def start(job: str, i: int) -> None:
+            try:
+                stops.append(starter(cluster, job, i))
+            except BaseException as e:  # noqa: BLE001 - raised below
+                errs.append(e)
+
+        ths = [threading.Thread(target=start, args=t, daemon=True) for t in tasks]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(timeout)
+        if errs:
+            raise errs[0]
+        if len(stops) != len(tasks):
+            _fail([f"cluster over {protocol!r}"], f"the tasks did not start within "
+                                                  f"{timeout:g} s")
+        conf = ClusterConformance(protocol, cluster)
+        names = list(checks or ClusterConformance.CHECKS)
+
+        def run() -> str:
+            rep = Report(f"cluster over {protocol!r}")
+            for n in names:
+                rep.ok(getattr(conf, n)())
+            box.append(rep)
+            return "done"
+
+        box: list[Report] = []
+        _with_timeout(run, timeout, [f"cluster over {protocol!r}"], "the conformance run")
+        return box[0]
+    finally:
+        for stop in reversed(stops):
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 - stopping is best effort
+                pass
+
+
+def run_distributed_conformance(protocol: str, start_task: TaskStarter | None = None, *,
+                                checks: Sequence[str] | None = None,
+                                timeout: float = 300.0) -> Report:
+    """The same as :func:`check_cluster` (docs/distributed.md describes both)."""
+    return check_cluster(protocol, start_task, checks=checks, timeout=timeout)
+
+
+class ServerProcess:
+    """One task of a cluster served by a ``flowrt server`` child process.
+
+    The cluster is written to a JSON file (``--cluster``) or, with ``use_env=True``,
+    passed in the ``FLOWRT_CONFIG`` environment variable. The constructor returns once
+    the process prints that it is serving (or raises, with its output, when it exits or
+    takes longer than ``timeout`` seconds). Every wait is bounded; :meth:`stop` and
+    :meth:`kill` act on this process's pid only.
+
+    :param cluster: ``{job: [address, ...]}``
+    :param job: the task's job
+    :param task: the task's index
+    :param protocol: the transport scheme
+    :param health_check_period: ``--health-check-period`` (seconds)
+    :param use_env: describe the cluster and the task in ``FLOWRT_CONFIG`` instead of
+        ``--cluster``/``--job``/``--task``
+    :param directory: where to write the cluster file (default: a temporary directory)
+    :param timeout: seconds to wait for the server to come up
+    :param wait: wait for it here (else call :meth:`wait_ready`)
+    :param extra_args: more ``flowrt server`` options, e.g. ``["--max-message-bytes",
+        "1048576"]``
+    """
+
+    def __init__(self, cluster: dict[str, list[str]], job: str, task: int,
+                 protocol: str = "grpc", *, health_check_period: float | None = None,
+                 use_env: bool = False, directory: str | None = None,
+                 timeout: float = 30.0, wait: bool = True,
+                 extra_args: Sequence[str] = ()):
+        import json
+        import os
+        import subprocess
+        import tempfile
+
+        self.cluster, self.job, self.task, self.protocol = cluster, job, task, protocol
+        self.address = cluster[job][task]
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        env = dict(os.environ)
+        cmd = [sys.executable, "-m", "flowrt.cli", "server", "--protocol", protocol]
+        if use_env:
+            env["FLOWRT_CONFIG"] = json.dumps({"cluster": cluster,
+                                               "task": {"type": job, "index": task}})
+        else:
+            d = directory or tempfile.mkdtemp(prefix="flowrt-cluster-")
+            path = os.path.join(d, f"cluster-{job}-{task}-{uuid.uuid4().hex[:6]}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(cluster, f)
+            cmd += ["--cluster", path, "--job", job, "--task", str(task)]
+        if health_check_period is not None:
+            cmd += ["--health-check-period", str(health_check_period)]
+        cmd += list(extra_args)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env, text=True)
+        self.pid = self.proc.pid
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name=f"flowrt-server-{job}-{task}-output")
+        self._reader.start()
+        if wait:
+            self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 30.0) -> "ServerProcess":
+        """Wait until the server says it is serving; AssertionError (with its output)
+        when it exits first or ``timeout`` seconds pass."""
+        where = f"flowrt server /job:{self.job}/task:{self.task} at {self.address}"
+        if not self._ready.wait(timeout):
+            self.kill()
+            raise AssertionError(f"{where} did not start within {timeout:g} s: "
+                                 f"{self.output!r}")
+        if not self.serving_line():
+            self.wait(5.0)
+            raise AssertionError(f"{where} exited with {self.proc.returncode}: "
+                                 f"{self.output!r}")
+        return self
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if " serving " in line:
+                self._ready.set()
+        self._ready.set()  # it exited
+
+    def serving_line(self) -> str | None:
+        """The line in which the server said it is serving, if it did."""
+        return next((ln for ln in self.lines if " serving " in ln), None)
+
+    @property
+    def output(self) -> str:
+        """Everything the process printed so far."""
+        return "\n".join(self.lines)
+
+    @property
+    def target(self) -> str:
+        return f"{self.protocol}://{self.address}"
+
+    def wait(self, timeout: float = 10.0) -> int | None:
+        """The exit status, or None if the process is still running after ``timeout``."""
+        import subprocess
+
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reader.join(2.0)
+        return rc
+
+    def terminate(self, timeout: float = 10.0) -> int | None:
+        """Send SIGTERM and wait (bounded) for the exit status."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the process (no clean-up on its side) and reap it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.wait(10.0)
+
+    def stop(self) -> None:
+        """Terminate, then kill if it does not exit within a few seconds."""
+        if self.terminate(5.0) is None:
+            self.kill()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def subprocess_task_starter(protocol: str, **kwargs: Any) -> TaskStarter:
+    """A :data:`TaskStarter` running each task as a ``flowrt server`` child process
+    (:class:`ServerProcess`; ``kwargs`` go to it)."""
+
+    def start(cluster: dict[str, list[str]], job: str, task: int) -> Callable[[], None]:
+        return ServerProcess(cluster, job, task, protocol, **kwargs).stop
+
+    return start
+
+
+def start_server_processes(cluster: dict[str, list[str]], protocol: str = "grpc",
+                           timeout: float = 30.0, **kwargs: Any) -> list[ServerProcess]:
+    """Start every task of ``cluster`` as a :class:`ServerProcess` at once and wait
+    until all serve; on failure the ones started are stopped."""
+    procs = [ServerProcess(cluster, job, i, protocol, wait=False, **kwargs)
+             for job, addrs in cluster.items() for i in range(len(addrs))]
+    try:
+        for p in procs:
+            p.wait_ready(timeout)
+    except BaseException:
+        for p in procs:
+            p.stop()
+        raise
+    return procs

@@ -61,14 +61,18 @@ _HOST = _HostSource()
 class _WorkerRendezvous:
     """A step's rendezvous on a worker of a cluster: sends stay local (the receiving
     task pulls them); a receive whose sender is on another task pulls the tensor from
-    that task's worker (RecvTensor)."""
+    that task's worker (RecvTensor). Aborting the step fails the pulls still waiting at
+    once (their late answers are dropped), so a silent sender cannot hold the step."""
 
-    __slots__ = ("worker", "step_id", "local", "timeout")
+    __slots__ = ("worker", "step_id", "local", "timeout", "_pending", "_error", "_lock")
 
     def __init__(self, worker: "Worker", step_id: int, local: Rendezvous,
                  timeout: float | None):
         self.worker, self.step_id, self.local = worker, step_id, local
         self.timeout = timeout
+        self._pending: dict[int, Any] = {}
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
 
     def send(self, key: str, value: Any) -> None:
         self.local.send(key, value)
@@ -81,25 +85,53 @@ class _WorkerRendezvous:
             self.local.recv_async(key, callback)
             return
         step_id, timeout = self.step_id, self.timeout
+        with self._lock:
+            err = self._error
+            if err is None:
+                token = object()
+                self._pending[id(token)] = callback
+        if err is not None:
+            callback(None, err)
+            return
+
+        def finish(item: Any, error: BaseException | None) -> None:
+            with self._lock:
+                cb = self._pending.pop(id(token), None)
+            if cb is not None:  # else the step was aborted and the callback fired
+                cb(item, error)
 
         def pull() -> None:
+            client = None
             try:
                 client = w.resolver(*task)
                 value = client.recv_tensor(step_id, key, timeout or RECV_TIMEOUT)
+            except (errors.UnavailableError, errors.DeadlineExceededError) as e:
+                # the sending task is gone or silent: say which one
+                where = getattr(client, "target", "")
+                finish(None, type(e)(None, None, f"task /job:{task[0]}/replica:0/task:"
+                                     f"{task[1]}" + (f" at {where}" if where else "") +
+                                     f": {e.message}"))
+                return
             except errors.OpError as e:
-                callback(None, e)
+                finish(None, e)
                 return
             except Exception as e:  # noqa: BLE001 - a transport failure is the step's
-                callback(None, errors.UnavailableError(
+                finish(None, errors.UnavailableError(
                     None, None, f"receiving {key} from /job:{task[0]}/replica:0/task:"
                     f"{task[1]} failed: {type(e).__name__}: {e}"))
                 return
-            callback((value, _HOST), None)
+            finish((value, _HOST), None)
 
         _partition_pool().submit(pull)
 
     def abort(self, error: BaseException) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            pending, self._pending = list(self._pending.values()), {}
         self.local.abort(error)
+        for cb in pending:
+            cb(None, error)
 
 
 _PARTITION_POOL: list[Any] = []
@@ -207,6 +239,7 @@ class Worker:
                     f"(/job:{self.job}/task:{self.task})")
             return d
 
+        self._forget_transfers(session_handle, ir)
         ex = Executor(ir, fetches, device_of, self.runtime, self.session_state(session_handle),
                       inter_op_threads)
         handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
@@ -230,6 +263,7 @@ class Worker:
                 raise errors.InvalidArgumentError(
                     None, None, f"partition for {p.device.name} sent to worker "
                     f"/job:{self.job}/task:{self.task}, which has no such device")
+            self._forget_transfers(session_handle, p.ir)
             ex = Executor(p.ir, p.fetches, lambda node, dev=dev: dev, self.runtime,
                           self.session_state(session_handle), inter_op_threads)
             compiled.append((ex, list(p.fetch_positions)))
@@ -239,6 +273,19 @@ class Worker:
         with self._lock:
             self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches)
         return handle
+
+    def _forget_transfers(self, session_handle: str, ir: GraphIR) -> None:
+        """Drop the session's cached _Send/_Recv kernels named as ``ir``'s: the session
+        keeps stateful kernels by node name, but a transfer's rendezvous key depends on
+        its attributes (the sending device's incarnation changes when a task restarts),
+        so a re-registered partition must build its own."""
+        st = self._sessions.get(session_handle)
+        if st is None:
+            return
+        with st.lock:
+            for key in [k for k in st.stateful_kernels
+                        if k[0] in ir.nodes and ir.nodes[k[0]].type in ("_Send", "_Recv")]:
+                del st.stateful_kernels[key]
 
     def fetch_positions(self, graph_handle: str) -> list[int]:
         """The step-wide fetch positions a registered graph produces."""

@@ -1,0 +1,783 @@
+"""The ZeroMQ message transport (``zmq://host:port``), built on pyzmq.
+
+A server is one ROUTER socket bound to ``tcp://host:port``; a :class:`Channel` is one
+DEALER socket connected to it. zmq sockets are not thread-safe, so each socket belongs
+to one I/O thread; other threads hand it work through a mailbox (a deque plus a wake-up
+message on an inproc PUSH/PULL pair that the I/O thread polls next to its socket).
+Requests run on a pool of handler threads that grows without a fixed limit (a new
+thread whenever none is idle), so handlers that block on each other cannot deadlock.
+
+Wire format
+-----------
+Every request and reply is one zmq multipart message::
+
+    [envelope, header, data frame, data frame, ...]
+
+(the ROUTER adds and strips the peer's identity frame in front). The envelope is a
+20-byte little-endian struct followed by two variable parts::
+
+    offset size  field
+    0      2     magic b"FZ"
+    2      1     version (1)
+    3      1     kind: 1 request, 2 reply, 3 error; bit 0x80 set when buffers are chunked
+    4      8     request id (u64, chosen by the client, echoed in the reply)
+    12     4     number of buffers (u32)
+    16     2     method name length in bytes (u16; 0 in replies)
+    18     2     error code (u16; a canonical code in error replies, else 0)
+    20     ...   method name (UTF-8)
+    ...    12*n  only when chunked: the frame count of each of the n buffers (u32 each),
+                 then the byte size of each (u64 each)
+
+The header frame is the core's serialised header (for an error reply: the UTF-8 reason).
+Each buffer normally travels as one data frame, sent with ``copy=False`` (zmq reads the
+caller's memory) and received with ``copy=False``: the handler or caller gets a
+memoryview of the received frame itself. A buffer larger than ``chunk_bytes`` travels as
+several consecutive frames of at most ``chunk_bytes`` each (slices of the original memory,
+still not copied); only such a buffer is reassembled on receipt: its size is in the
+envelope, so its chunks are received straight into one new array (libzmq copies each
+chunk there once and frees it).
+
+Limits and failures
+-------------------
+A message whose header plus buffers exceeds ``max_message_bytes`` is refused before it
+is sent (ResourceExhaustedError); a server that receives one answers with a
+RESOURCE_EXHAUSTED error reply and never runs the handler. A single frame above the
+limit (zmq's ``MAXMSGSIZE``, enforced by libzmq per frame) makes libzmq drop the sending
+peer's connection. Malformed requests (bad envelope, wrong frame count) get an INTERNAL
+error reply; a handler that raises gets an INTERNAL reply with its reason. Raw TCP
+garbage is dropped by libzmq's handshake.
+
+A channel holds a pool of DEALER connections ("links"); a call takes an idle one (or
+opens one), sends once the link's monitor has reported a finished handshake, and waits
+for its reply on that link in the calling thread: a round trip costs no thread hand-off
+on the client. zmq heartbeats and the monitor watch each link: when its connection
+drops, the call waiting on it fails within a fraction of a second with UnavailableError
+naming the address (after taking a reply that arrived first), and the link is closed
+rather than reused, so a request still queued in it is never replayed to a restarted
+server. A refused connection fails the call the same way; the next call tries afresh.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from queue import Empty, SimpleQueue
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from flowrt import errors
+from flowrt.hookspecs import hookimpl
+from flowrt.transport import Channel, Handler, MessageTransport, ServerHandle, split_host_port
+
+__all__ = ["ZmqTransport", "flowrt_transports"]
+
+_log = logging.getLogger(__name__)
+_ENV = struct.Struct("<2sBBQIHH")
+_MAGIC, _VERSION = b"FZ", 1
+_REQUEST, _REPLY, _ERROR = 1, 2, 3
+_CHUNKED = 0x80
+
+
+class _Refused(Exception):
+    """A message that cannot be sent or accepted: carries a canonical code and reason."""
+
+    def __init__(self, code: int, reason: str, rid: int = 0):
+        super().__init__(reason)
+        self.code, self.reason, self.rid = code, reason, rid
+        self.peer: bytes | None = None
+
+
+def _flat(buf: Any) -> memoryview:
+    """A 1-D byte view of ``buf`` (a copy only for non-contiguous memory)."""
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if not mv.c_contiguous:
+        return memoryview(mv.tobytes())
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B") if mv.ndim else memoryview(mv.tobytes())
+    return mv
+
+
+def _encode(kind: int, rid: int, method: bytes, code: int, header: Any,
+            buffers: Sequence[Any], chunk: int, limit: int) -> list[Any]:
+    """The frames of one message; raises _Refused when it is over ``limit`` bytes."""
+    if not isinstance(header, (bytes, bytearray, memoryview)):
+        raise TypeError(f"a message header must be bytes, not {type(header).__name__}")
+    total = len(header)
+    data: list[Any] = []
+    counts: list[int] = []
+    sizes: list[int] = []
+    chunked = False
+    for buf in buffers:
+        mv = _flat(buf)
+        n = mv.nbytes
+        total += n
+        sizes.append(n)
+        if n <= chunk:
+            data.append(mv)
+            counts.append(1)
+        else:
+            chunked = True
+            data.extend(mv[i:i + chunk] for i in range(0, n, chunk))
+            counts.append(-(-n // chunk))
+    if total > limit:
+        raise _Refused(errors.RESOURCE_EXHAUSTED,
+                       f"a message of {total} bytes exceeds the limit of {limit} bytes", rid)
+    env = _ENV.pack(_MAGIC, _VERSION, kind | (_CHUNKED if chunked else 0), rid,
+                    len(counts), len(method), code) + method
+    if chunked:
+        n = len(counts)
+        env += struct.pack(f"<{n}I{n}Q", *counts, *sizes)
+    return [env, header, *data]
+
+
+def _error_frames(rid: int, code: int, reason: str) -> list[Any]:
+    return [_ENV.pack(_MAGIC, _VERSION, _ERROR, rid, 0, 0, code), reason.encode("utf-8", "replace")]
+
+
+_Message = tuple[int, int, str, int, bytes, list[Any]]
+
+
+def _recv_message(sock: zmq.Socket, peer: bool, limit: int, flags: int = 0
+                  ) -> tuple[bytes | None, _Message]:
+    """Receive one whole message: ``(peer identity, (kind, request id, method, code,
+    header, buffers))``.
+
+    The envelope drives the receive: single-frame buffers stay zmq frames (handed on as
+    memoryviews, not copied); the chunks of a chunked buffer are received straight into
+    one new array. A malformed or oversized message is consumed to its end and raises
+    _Refused (with ``peer`` set); ``flags`` apply to the first frame only (zmq delivers
+    the other frames of a message together with it).
+    """
+    more = sock.getsockopt
+    first = sock.recv(flags)
+    ident = None
+    try:
+        if peer:
+            ident = first
+            if not more(zmq.RCVMORE):
+                raise _Refused(errors.INTERNAL, "a message needs an envelope frame")
+            first = sock.recv()
+        msg = _receive_body(sock, first, limit)
+        if more(zmq.RCVMORE):
+            raise _Refused(errors.INTERNAL, "the message has more frames than its envelope "
+                                            "describes", msg[1])
+        return ident, msg
+    except _Refused as e:
+        while more(zmq.RCVMORE):
+            sock.recv(copy=False)
+        e.peer = ident
+        raise
+
+
+def _receive_body(sock: zmq.Socket, env: bytes, limit: int) -> _Message:
+    if len(env) < _ENV.size:
+        raise _Refused(errors.INTERNAL, f"the envelope frame has {len(env)} bytes, "
+                                        f"fewer than {_ENV.size}")
+    magic, version, kind, rid, nbuf, mlen, code = _ENV.unpack_from(env)
+    if magic != _MAGIC or version != _VERSION:
+        raise _Refused(errors.INTERNAL, f"bad envelope (magic {magic!r}, version {version}); "
+                                        "not a flowrt zmq message")
+    chunked = bool(kind & _CHUNKED)
+    kind &= ~_CHUNKED
+    want = _ENV.size + mlen + (12 * nbuf if chunked else 0)
+    if len(env) != want:
+        raise _Refused(errors.INTERNAL, f"the envelope has {len(env)} bytes, its fields "
+                                        f"describe {want}", rid)
+    try:
+        method = env[_ENV.size:_ENV.size + mlen].decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused(errors.INTERNAL, "the method name is not UTF-8", rid) from None
+    counts = sizes = None
+    if chunked:
+        counts = struct.unpack_from(f"<{nbuf}I", env, _ENV.size + mlen)
+        sizes = struct.unpack_from(f"<{nbuf}Q", env, _ENV.size + mlen + 4 * nbuf)
+    more = sock.getsockopt
+
+    def next_frame() -> None:
+        if not more(zmq.RCVMORE):
+            raise _Refused(errors.INTERNAL, f"the message has fewer frames than its envelope "
+                                            f"describes ({nbuf} buffer(s))", rid)
+
+    def too_big(total: int) -> _Refused:
+        return _Refused(errors.RESOURCE_EXHAUSTED, f"a message of {total}+ bytes exceeds the "
+                                                   f"limit of {limit} bytes", rid)
+
+    next_frame()
+    header = sock.recv()
+    total = len(header)
+    buffers: list[Any] = []
+    for i in range(nbuf):
+        k = counts[i] if counts else 1
+        if k == 1:
+            next_frame()
+            f = sock.recv(copy=False)
+            total += len(f)
+            if total > limit:
+                raise too_big(total)
+            if sizes and len(f) != sizes[i]:
+                raise _Refused(errors.INTERNAL, f"buffer {i} has {len(f)} bytes, the envelope "
+                                                f"says {sizes[i]}", rid)
+            buffers.append(f.buffer)
+            continue
+        size = sizes[i]
+        total += size
+        if total > limit:
+            raise too_big(total)
+        if k < 1 or k > size:
+            raise _Refused(errors.INTERNAL, f"buffer {i}: {k} chunk(s) for {size} bytes", rid)
+        out, off = np.empty(size, np.uint8), 0
+        for _ in range(k):
+            next_frame()
+            n = _recv_into(sock, out[off:])
+            if n > size - off:
+                raise _Refused(errors.INTERNAL, f"buffer {i} is larger than the {size} bytes "
+                                                "its envelope says", rid)
+            off += n
+        if off != size:
+            raise _Refused(errors.INTERNAL, f"buffer {i} has {off} bytes, the envelope says "
+                                            f"{size}", rid)
+        buffers.append(memoryview(out))
+    return kind, rid, method, code, header, buffers
+
+
+if hasattr(zmq.Socket, "recv_into"):  # pyzmq >= 26.4: libzmq copies into our array
+    def _recv_into(sock: zmq.Socket, out: np.ndarray) -> int:
+        return sock.recv_into(out)
+else:  # pragma: no cover - older pyzmq
+    def _recv_into(sock: zmq.Socket, out: np.ndarray) -> int:
+        f = sock.recv(copy=False)
+        n = len(f)
+        if n <= out.nbytes:
+            out[:n] = np.frombuffer(f.buffer, np.uint8)
+        return n
+
+
+class _Mailbox:
+    """Hands items to one I/O thread: ``put`` from any thread; the I/O thread polls
+    ``fd`` (one end of a socket pair) next to its zmq socket and calls ``drain``."""
+
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self._lock = threading.Lock()
+        self._signalled = False
+        self._closed = False
+        self._r, self._w = socket.socketpair()
+        self._r.setblocking(False)
+        self._w.setblocking(False)
+        self.fd = self._r.fileno()
+
+    def put(self, item: Any) -> bool:
+        """Queue ``item``; False when the mailbox is closed."""
+        self.items.append(item)
+        with self._lock:
+            if self._closed:
+                return False
+            if not self._signalled:
+                self._signalled = True
+                try:
+                    self._w.send(b"\0")
+                except BlockingIOError:
+                    pass  # a wake-up is pending anyway
+        return True
+
+    def drain(self) -> list[Any]:
+        try:
+            self._r.recv(4096)
+        except BlockingIOError:
+            pass
+        with self._lock:
+            self._signalled = False
+        out = []
+        pop = self.items.popleft
+        try:
+            while True:
+                out.append(pop())
+        except IndexError:
+            return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._w.close()
+        self._r.close()
+
+
+def _tcp_endpoint(address: str) -> tuple[str, str, int]:
+    """``(zmq endpoint, host as written, port)`` of ``host:port``."""
+    try:
+        host, port = split_host_port(address)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)) from None
+    shown = address.rpartition(":")[0]
+    return (f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"), shown, port
+
+
+class _Pool:
+    """Handler threads: one more whenever a task arrives and none is idle; idle ones
+    leave after ``idle_s`` seconds."""
+
+    def __init__(self, name: str, idle_s: float = 30.0):
+        self._q: SimpleQueue[Any] = SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads = 0
+        self._name, self._idle_s = name, idle_s
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        self._q.put((fn, args))
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                return
+            self._threads += 1
+        threading.Thread(target=self._main, name=self._name, daemon=True).start()
+
+    def _main(self) -> None:
+        while True:
+            try:
+                task = self._q.get(timeout=self._idle_s)
+            except Empty:
+                with self._lock:
+                    if self._idle:  # this thread is surplus: leave
+                        self._idle -= 1
+                        self._threads -= 1
+                        return
+                continue  # a submit counted on this thread: its task is coming
+            if task is None:
+                return
+            fn, args = task
+            fn(*args)
+            del task, fn, args
+            with self._lock:
+                self._idle += 1
+
+    def close(self) -> None:
+        """Let every thread leave once its current task is done."""
+        with self._lock:
+            n = self._threads
+        for _ in range(n):
+            self._q.put(None)
+
+
+class _Server(ServerHandle):
+    def __init__(self, transport: "ZmqTransport", address: str, handler: Handler):
+        self._t, self._handler = transport, handler
+        ctx = transport._context()
+        endpoint, host, port = _tcp_endpoint(address)
+        sock = ctx.socket(zmq.ROUTER)
+        sock.linger = 0
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RCVHWM, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, transport.max_message_bytes)
+        transport._heartbeats(sock)
+        if ":" in endpoint[6:].rpartition(":")[0]:
+            sock.setsockopt(zmq.IPV6, 1)
+        try:
+            sock.bind(endpoint if port else endpoint.rpartition(":")[0] + ":*")
+        except zmq.ZMQError as e:
+            sock.close(0)
+            raise errors.UnavailableError(None, None, f"zmq server could not bind {address}: "
+                                                      f"{e.strerror}") from None
+        self._endpoint = sock.get(zmq.LAST_ENDPOINT).decode()
+        self.address = f"{host}:{self._endpoint.rpartition(':')[2]}"
+        self._sock = sock
+        self._mail = _Mailbox()
+        self._pool = _Pool(f"flowrt-zmq-handler {self.address}")
+        self._lock = threading.Condition()
+        self._inflight: dict[tuple[bytes, int], bool] = {}
+        self._stopping = False
+        self._stopped = threading.Event()
+        self._io = threading.Thread(target=self._run, name=f"flowrt-zmq-server {self.address}",
+                                    daemon=True)
+        self._io.start()
+
+    def __repr__(self) -> str:
+        return f"<zmq server {self.address}>"
+
+    # -- the I/O thread ---------------------------------------------------------------
+    def _run(self) -> None:
+        sock, mail = self._sock, self._mail
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(mail.fd, zmq.POLLIN)
+        limit = self._t.max_message_bytes
+        try:
+            while True:
+                for s, _ in poller.poll():
+                    if s is sock:
+                        try:
+                            self._receive(sock, limit)
+                        except zmq.Again:
+                            pass
+                        except Exception:  # noqa: BLE001 - keep serving everyone else
+                            _log.exception("zmq server %s: a request could not be taken",
+                                           self.address)
+                    else:
+                        for item in mail.drain():
+                            if item == "close":
+                                return self._close_io()
+                            self._send(item)
+        finally:
+            self._stopped.set()
+
+    def _receive(self, sock: zmq.Socket, limit: int) -> None:
+        try:
+            ident, (kind, rid, method, _, header, buffers) = _recv_message(
+                sock, True, limit, zmq.NOBLOCK)
+            if kind != _REQUEST:
+                e = _Refused(errors.INTERNAL, f"expected a request, got message kind {kind}",
+                             rid)
+                e.peer = ident
+                raise e
+        except _Refused as e:
+            if e.peer is not None:
+                self._send((e.peer, _error_frames(e.rid, e.code, f"zmq server {self.address} "
+                                                                 f"refused a request: {e.reason}")))
+            return
+        with self._lock:
+            stopping = self._stopping
+            if not stopping:
+                self._inflight[(ident, rid)] = True
+        if stopping:
+            self._send((ident, _error_frames(rid, errors.UNAVAILABLE,
+                                             f"zmq server {self.address} is stopping")))
+        else:
+            self._pool.submit(self._work, ident, rid, method, header, buffers)
+
+    def _send(self, item: tuple[bytes, list[Any]]) -> None:
+        ident, frames = item
+        try:
+            self._sock.send_multipart([ident, *frames], zmq.NOBLOCK, copy=False)
+        except zmq.ZMQError:
+            pass  # the client went away (ROUTER_MANDATORY): nobody to answer
+
+    def _close_io(self) -> None:
+        with self._lock:
+            left = list(self._inflight)
+            self._inflight.clear()
+        for item in self._mail.drain():
+            if isinstance(item, tuple):
+                self._send(item)
+        for ident, rid in left:
+            self._send((ident, _error_frames(rid, errors.UNAVAILABLE,
+                                             f"zmq server {self.address} stopped before the "
+                                             "call finished")))
+        self._mail.close()
+        self._sock.linger = 200  # a moment for the replies just sent to go out
+        try:
+            self._sock.unbind(self._endpoint)  # free the port now, not when zmq's reaper runs
+        except zmq.ZMQError:
+            pass
+        self._sock.close()
+
+    # -- handler threads --------------------------------------------------------------
+    def _work(self, ident: bytes, rid: int, method: str, header: bytes, buffers: list) -> None:
+        t = self._t
+        try:
+            rh, rb = self._handler(method, header, buffers)
+            frames = _encode(_REPLY, rid, b"", 0, rh, rb, t.chunk_bytes, t.max_message_bytes)
+        except _Refused as e:
+            frames = _error_frames(rid, e.code, f"zmq server {self.address}: the reply to "
+                                                f"{method!r} is too big: {e.reason}")
+        except Exception as e:  # noqa: BLE001 - reported to the caller
+            frames = _error_frames(rid, errors.INTERNAL,
+                                   f"zmq server {self.address}: the handler of {method!r} "
+                                   f"failed: {type(e).__name__}: {e}")
+        del buffers
+        with self._lock:
+            if self._inflight.pop((ident, rid), None) is None:
+                return  # stopped meanwhile: the caller has had its error
+            self._mail.put((ident, frames))
+            if not self._inflight:
+                self._lock.notify_all()
+
+    def stop(self, grace: float = 0.0) -> None:
+        """Answer new requests with UNAVAILABLE, wait up to ``grace`` seconds for the calls
+        in flight, fail those left with UNAVAILABLE and close the port. (Connections stay
+        up during the grace period: libzmq would drop them all on unbind.)"""
+        with self._lock:
+            first = not self._stopping
+            self._stopping = True
+            if first:
+                self._lock.wait_for(lambda: not self._inflight, timeout=max(grace, 0.0))
+                self._mail.put("close")
+        self._stopped.wait(5.0)
+        self._pool.close()
+
+
+_EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
+           | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+           | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+_SLICE_MS = 100  # how often a waiting call looks at its link's monitor and the closed flag
+
+
+class _Link:
+    """One DEALER connection of a channel, with its monitor; used by one call at a time."""
+
+    def __init__(self, ctx: zmq.Context, transport: "ZmqTransport", endpoint: str):
+        sock = ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RCVHWM, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, transport.max_message_bytes)
+        sock.setsockopt(zmq.CONNECT_TIMEOUT, max(1, int(transport.connect_timeout * 1000)))
+        sock.setsockopt(zmq.RECONNECT_IVL, 100)
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        transport._heartbeats(sock)
+        if endpoint.startswith("tcp://["):
+            sock.setsockopt(zmq.IPV6, 1)
+        self.mon = sock.get_monitor_socket(_EVENTS)
+        self.mon.linger = 0
+        sock.connect(endpoint)
+        self.sock = sock
+        self.poller = zmq.Poller()  # for the wait until connected
+        self.poller.register(self.mon, zmq.POLLIN)
+        self.rcvtimeo = -1
+        self.ready = False
+        self.down = False  # connecting failed
+        self.dropped = False  # the connection dropped: the link is not reused
+
+    def events(self) -> None:
+        """Take in the monitor's events (without blocking)."""
+        mon = self.mon
+        while mon.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            ev = recv_monitor_message(mon)["event"]
+            if ev == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.ready, self.down = True, False
+            elif ev == zmq.EVENT_DISCONNECTED:
+                self.ready, self.dropped = False, True
+            elif not self.ready:  # a failed connect or handshake
+                self.down = True
+
+    def close(self) -> None:
+        try:
+            self.sock.disable_monitor()
+        except zmq.ZMQError:
+            pass
+        self.mon.close(0)
+        self.sock.close(0)
+
+
+class _Channel(Channel):
+    """A pool of DEALER links to one server. A call takes an idle link (or opens one),
+    sends its request and waits for the reply on that link in the calling thread, so a
+    round trip needs no hand-off to another thread; concurrent calls use separate links.
+    A link's socket is only ever used by the one thread holding it (the lock around the
+    pool orders its hand-over between threads, as libzmq requires)."""
+
+    #: idle links kept open for later calls; more are closed when returned
+    max_idle_links = 64
+
+    def __init__(self, transport: "ZmqTransport", address: str):
+        self._t, self.address = transport, address
+        self._endpoint = _tcp_endpoint(address)[0]
+        self._idle: list[_Link] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._rids = itertools.count(1)
+        self._checkin(self._open())  # start connecting now: calls find it ready
+
+    def __repr__(self) -> str:
+        return f"<zmq channel {self.address}>"
+
+    def _open(self) -> _Link:
+        return _Link(self._t._context(), self._t, self._endpoint)
+
+    def _checkout(self) -> _Link:
+        with self._lock:
+            if self._closed:
+                raise errors.UnavailableError(None, None,
+                                              f"zmq channel to {self.address} is closed")
+            idle = self._idle
+            while idle:
+                link = idle.pop()
+                link.events()
+                if not (link.dropped or link.down):
+                    return link
+                link.close()
+        return self._open()
+
+    def _checkin(self, link: _Link) -> None:
+        with self._lock:
+            if (not self._closed and not link.dropped and not link.down
+                    and len(self._idle) < self.max_idle_links):
+                self._idle.append(link)
+                return
+        link.close()
+
+    def call(self, method: str, header: bytes, buffers: Sequence[Any] = (),
+             timeout: float | None = None) -> tuple[bytes, list[Any]]:
+        t = self._t
+        rid = next(self._rids)
+        try:
+            frames = _encode(_REQUEST, rid, method.encode("utf-8"), 0, header, buffers,
+                             t.chunk_bytes, t.max_message_bytes)
+        except _Refused as e:
+            raise errors.ResourceExhaustedError(
+                None, None, f"zmq call {method!r} to {self.address} refused: {e.reason}") from None
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        link = self._checkout()
+        try:
+            return self._call(link, method, rid, frames, deadline, timeout)
+        except zmq.ZMQError as e:
+            link.dropped = True
+            raise errors.UnavailableError(None, None, f"zmq call {method!r} to {self.address} "
+                                                      f"failed: {e.strerror}") from None
+        finally:
+            self._checkin(link)
+
+    def _slice(self, method: str, deadline: float | None, timeout: float | None) -> int:
+        """Milliseconds to wait before looking again; raises when the deadline passed or
+        the channel was closed."""
+        if self._closed:
+            raise errors.UnavailableError(None, None, f"zmq channel to {self.address} was "
+                                                      f"closed during call {method!r}")
+        if deadline is None:
+            return _SLICE_MS
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise errors.DeadlineExceededError(
+                None, None, f"zmq call {method!r} to {self.address} timed out after "
+                            f"{timeout:g} s")
+        return min(_SLICE_MS, int(left * 1000) + 1)
+
+    def _unavailable(self, link: _Link, method: str) -> errors.UnavailableError:
+        if link.dropped:
+            why = f"lost the connection to zmq server {self.address} during call {method!r}"
+        else:
+            why = f"could not connect to zmq server {self.address} for call {method!r}"
+        return errors.UnavailableError(None, None, why)
+
+    def _call(self, link: _Link, method: str, rid: int, frames: list[Any],
+              deadline: float | None, timeout: float | None) -> tuple[bytes, list[Any]]:
+        sock = link.sock
+        while not link.ready:  # a new link: wait for the handshake
+            if link.down or link.dropped:
+                raise self._unavailable(link, method)
+            link.poller.poll(self._slice(method, deadline, timeout))
+            link.events()
+        sock.send_multipart(frames, copy=False)
+        del frames
+        while True:  # a blocking receive, a slice at a time, then a look at the monitor
+            ms = self._slice(method, deadline, timeout)
+            if ms != link.rcvtimeo:
+                sock.setsockopt(zmq.RCVTIMEO, ms)
+                link.rcvtimeo = ms
+            try:
+                got = self._reply(sock, rid, method, 0)
+            except zmq.Again:
+                link.events()
+                if link.dropped:
+                    try:  # a reply that made it before the connection dropped
+                        while True:
+                            got = self._reply(sock, rid, method, zmq.NOBLOCK)
+                            if got is not None:
+                                return got
+                    except zmq.Again:
+                        pass
+                    raise self._unavailable(link, method) from None
+                continue
+            if got is not None:
+                return got
+
+    def _reply(self, sock: zmq.Socket, rid: int, method: str, flags: int
+               ) -> tuple[bytes, list[Any]] | None:
+        """Receive a message: the result of call ``rid`` if it is its reply (raising its
+        error), None for a late reply to an earlier call on the link."""
+        try:
+            _, (kind, got, _, code, header, buffers) = _recv_message(
+                sock, False, self._t.max_message_bytes, flags)
+        except _Refused as e:
+            if e.rid != rid:
+                return None
+            raise errors.exception_type_from_error_code(e.code)(
+                None, None, f"bad reply to {method!r} from zmq server {self.address}: "
+                            f"{e.reason}") from None
+        if got != rid:
+            return None  # its caller timed out
+        if kind == _REPLY:
+            return header, buffers
+        if kind == _ERROR:
+            raise errors.exception_type_from_error_code(code)(
+                None, None, header.decode("utf-8", "replace"))
+        raise errors.InternalError(None, None, f"bad reply to {method!r} from zmq server "
+                                               f"{self.address}: message kind {kind}")
+
+    def close(self) -> None:
+        """Close the idle links; calls in flight fail with UnavailableError within a
+        fraction of a second and close theirs."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for link in idle:
+            link.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class ZmqTransport(MessageTransport):
+    """Framed messages over ZeroMQ (ROUTER servers, DEALER channels); see the module
+    docstring for the wire format.
+
+    :param max_message_bytes: the largest message (header plus buffers) either side
+        accepts; also zmq's per-frame ``MAXMSGSIZE``
+    :param chunk_bytes: buffers larger than this travel as several frames
+    :param heartbeat_s: zmq heartbeat interval; a peer silent for ``4 * heartbeat_s``
+        is dropped (a closed socket is noticed at once)
+    :param connect_timeout: seconds a TCP connect may take before it counts as failed
+    """
+
+    scheme = "zmq"
+
+    def __init__(self, max_message_bytes: int | None = None, chunk_bytes: int | None = None,
+                 heartbeat_s: float = 0.5, connect_timeout: float = 5.0):
+        if max_message_bytes is not None:
+            self.max_message_bytes = int(max_message_bytes)
+        if chunk_bytes is not None:
+            if chunk_bytes < 1:
+                raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+            self.chunk_bytes = int(chunk_bytes)
+        self.heartbeat_s, self.connect_timeout = heartbeat_s, connect_timeout
+        self._ctx: zmq.Context | None = None
+        self._ctx_lock = threading.Lock()
+
+    def _context(self) -> zmq.Context:
+        with self._ctx_lock:
+            if self._ctx is None:
+                self._ctx = zmq.Context(io_threads=1)
+                self._ctx.set(zmq.MAX_SOCKETS, 1 << 16)
+            return self._ctx
+
+    def _heartbeats(self, sock: zmq.Socket) -> None:
+        ivl = max(1, int(self.heartbeat_s * 1000))
+        sock.setsockopt(zmq.HEARTBEAT_IVL, ivl)
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4 * ivl)
+        sock.setsockopt(zmq.HEARTBEAT_TTL, 8 * ivl)
+
+    def serve(self, address: str, handler: Handler) -> ServerHandle:
+        """Bind a ROUTER socket to ``address`` (``host:port``, port 0 for a free one) and
+        answer every request with ``handler`` on its own thread."""
+        return _Server(self, address, handler)
+
+    def connect(self, address: str) -> Channel:
+        """A DEALER channel to ``address``; an unreachable peer fails the first call."""
+        _tcp_endpoint(address)
+        return _Channel(self, address)
+
+
+@hookimpl
+def flowrt_transports() -> list[MessageTransport]:
+    """The ``zmq`` scheme."""
+    return [ZmqTransport()]

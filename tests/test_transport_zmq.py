@@ -1,0 +1,530 @@
+"""The ZeroMQ message transport: framing, chunking, concurrency, failures, robustness."""
+from __future__ import annotations
+
+import selectors
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+from hypothesis import given, settings, strategies as st
+
+from flowrt import errors
+from flowrt.plugins.transports import zmq as zt
+from flowrt.plugins.transports.zmq import ZmqTransport
+
+from _threads import Bg
+
+CHUNK = 1024
+
+
+def echo(method, header, buffers):
+    return header, list(buffers)
+
+
+def as_bytes(bufs):
+    return [bytes(b) for b in bufs]
+
+
+@pytest.fixture(scope="module")
+def transport():
+    return ZmqTransport(chunk_bytes=CHUNK)
+
+
+@pytest.fixture(scope="module")
+def server(transport):
+    seen = {}
+
+    def handler(method, header, buffers):
+        seen["types"] = [type(b) for b in buffers]
+        if method == "echo":
+            return header, list(buffers)
+        if method == "fail":
+            raise RuntimeError("the handler broke on purpose")
+        if method == "sleep":
+            time.sleep(float(header))
+            return b"slept", []
+        if method == "badheader":
+            return 42, []
+        if method == "big":
+            return b"", [np.zeros(int(header), np.uint8)]
+        return b"unknown " + method.encode(), []
+
+    s = transport.serve("127.0.0.1:0", handler)
+    s.seen = seen
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_channel(transport, server):
+    ch = transport.connect(server.address)
+    yield ch
+    ch.close()
+
+
+@pytest.fixture
+def channel(transport, server):
+    ch = transport.connect(server.address)
+    yield ch
+    ch.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- plugin ------------------------------------------------------------------------------
+def test_registered_through_the_hook():
+    from flowrt.runtime import Runtime
+
+    (t,) = zt.flowrt_transports()
+    assert isinstance(t, ZmqTransport) and t.scheme == "zmq"
+    assert isinstance(Runtime().transport("zmq"), ZmqTransport)
+
+
+def test_serve_reports_the_bound_port(server):
+    host, _, port = server.address.rpartition(":")
+    assert host == "127.0.0.1" and int(port) > 0
+    assert "zmq" in repr(server)
+
+
+def test_bind_in_use_is_unavailable(transport, server):
+    with pytest.raises(errors.UnavailableError, match=server.address):
+        transport.serve(server.address, echo)
+
+
+def test_bad_address_is_invalid_argument(transport):
+    with pytest.raises(errors.InvalidArgumentError, match="nohost"):
+        transport.connect("nohost")
+
+
+# -- round trips ---------------------------------------------------------------------------
+@pytest.mark.parametrize("bufs", [
+    [],
+    [b""],
+    [b"", b"", b""],
+    [b"a", b"", b"bc", b""],
+    [bytes([i % 256]) * i for i in range(60)],
+    [b"x" * (CHUNK - 1), b"y" * CHUNK, b"z" * (CHUNK + 1)],
+    [bytes(range(256)) * 20, b"", b"tail"],
+], ids=["none", "one-empty", "three-empty", "mixed-empty", "sixty", "chunk-edges", "chunked"])
+def test_echo(channel, bufs):
+    header, got = channel.call("echo", b"hdr", bufs, timeout=10)
+    assert header == b"hdr"
+    assert as_bytes(got) == bufs
+
+
+def test_numpy_and_memoryview_payloads(channel):
+    a = np.arange(1000, dtype=np.float32).reshape(10, 100)
+    b = np.arange(7, dtype=np.int64)
+    c = np.float64(2.5)
+    header, got = channel.call("echo", b"", [a, memoryview(b), np.array(c), a[:, ::2]],
+                               timeout=10)
+    np.testing.assert_array_equal(np.frombuffer(got[0], np.float32).reshape(10, 100), a)
+    np.testing.assert_array_equal(np.frombuffer(got[1], np.int64), b)
+    assert np.frombuffer(got[2], np.float64)[0] == 2.5
+    np.testing.assert_array_equal(np.frombuffer(got[3], np.float32).reshape(10, 50), a[:, ::2])
+
+
+def test_handler_gets_memoryviews(channel, server):
+    channel.call("echo", b"", [b"abc", b"q" * (3 * CHUNK)], timeout=10)
+    assert server.seen["types"] == [memoryview, memoryview]
+
+
+def test_64_mib_round_trip():
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", echo)
+    ch = t.connect(s.address)
+    try:
+        big = np.random.default_rng(0).integers(0, 255, 64 << 20, dtype=np.uint8)
+        header, (got,) = ch.call("echo", b"big", [big], timeout=60)
+        assert header == b"big" and got.nbytes == big.nbytes
+        assert np.array_equal(np.frombuffer(got, np.uint8), big)
+    finally:
+        ch.close()
+        s.stop()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=3 * CHUNK + 7), max_size=12), st.binary(max_size=200),
+       st.text(min_size=1, max_size=20))
+def test_echo_property(shared_channel, bufs, header, method):
+    ch = shared_channel
+    if method != "echo":
+        h, got = ch.call(method, b"", bufs, timeout=10)
+        assert h == b"unknown " + method.encode() and got == []
+        return
+    h, got = ch.call("echo", header, bufs, timeout=10)
+    assert h == header and as_bytes(got) == bufs
+
+
+def test_wire_format_round_trip():
+    frames = zt._encode(zt._REQUEST, 7, "méthode".encode(), 0, b"h",
+                        [b"", b"ab" * 10, b"c"], 8, 1 << 20)
+    assert len(frames) == 2 + 1 + 3 + 1  # the 20-byte buffer is chunked into 3 frames
+    assert len(frames[0]) == zt._ENV.size + len("méthode".encode()) + 3 * 12
+    ctx = zmq.Context.instance()
+    a, b = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+    try:
+        a.bind("inproc://flowrt-test-wire")
+        b.connect("inproc://flowrt-test-wire")
+        a.send_multipart(frames, copy=False)
+        b.rcvtimeo = 5000
+        peer, (kind, rid, method, code, header, bufs) = zt._recv_message(b, False, 1 << 20)
+        assert peer is None
+        assert (kind, rid, method, code, header) == (zt._REQUEST, 7, "méthode", 0, b"h")
+        assert as_bytes(bufs) == [b"", b"ab" * 10, b"c"]
+        assert all(isinstance(x, memoryview) for x in bufs)
+        a.send_multipart(frames, copy=False)
+        with pytest.raises(zt._Refused, match="exceeds the limit of 10"):
+            zt._recv_message(b, False, 10)
+        a.send_multipart([b"next"])  # the refused message was consumed whole
+        with pytest.raises(zt._Refused, match="fewer than 20"):
+            zt._recv_message(b, False, 1 << 20)
+    finally:
+        a.close(0)
+        b.close(0)
+
+
+# -- errors -----------------------------------------------------------------------------------
+def test_handler_exception_is_internal(channel):
+    with pytest.raises(errors.InternalError, match="broke on purpose") as e:
+        channel.call("fail", b"", [], timeout=10)
+    assert "'fail'" in str(e.value)
+    assert channel.call("echo", b"after", [], timeout=10)[0] == b"after"
+
+
+def test_bad_reply_header_is_internal(channel):
+    with pytest.raises(errors.InternalError, match="must be bytes"):
+        channel.call("badheader", b"", [], timeout=10)
+
+
+def test_timeout_then_channel_still_works(channel):
+    t0 = time.monotonic()
+    with pytest.raises(errors.DeadlineExceededError, match="'sleep'.*timed out"):
+        channel.call("sleep", b"0.5", [], timeout=0.15)
+    assert 0.1 < time.monotonic() - t0 < 2
+    time.sleep(0.5)  # the late reply arrives and must be ignored
+    h, b = channel.call("echo", b"next", [b"1"], timeout=10)
+    assert h == b"next" and as_bytes(b) == [b"1"]
+
+
+def test_unreachable_is_prompt_unavailable(transport):
+    addr = f"127.0.0.1:{free_port()}"
+    ch = transport.connect(addr)
+    try:
+        for timeout in (None, 5.0):
+            t0 = time.monotonic()
+            err = Bg(lambda: ch.call("echo", b"", [], timeout=timeout)).error()
+            assert isinstance(err, errors.UnavailableError), err
+            assert addr in str(err)
+            assert time.monotonic() - t0 < 2
+    finally:
+        ch.close()
+
+
+def test_client_refuses_oversized_message(server):
+    small = ZmqTransport(max_message_bytes=1000)
+    ch = small.connect(server.address)
+    try:
+        with pytest.raises(errors.ResourceExhaustedError, match="1001 bytes.*limit of 1000"):
+            ch.call("echo", b"x", [b"y" * 1000], timeout=10)
+        assert ch.call("echo", b"x", [b"y" * 999], timeout=10)[0] == b"x"
+    finally:
+        ch.close()
+
+
+def test_server_refuses_oversized_message():
+    calls = []
+    t = ZmqTransport(max_message_bytes=4000, chunk_bytes=512)
+    s = t.serve("127.0.0.1:0", lambda m, h, b: (calls.append(m), (h, b))[1])
+    client = ZmqTransport(chunk_bytes=512)
+    ch = client.connect(s.address)
+    try:
+        with pytest.raises(errors.ResourceExhaustedError, match="limit of 4000") as e:
+            ch.call("echo", b"", [b"z" * 5000], timeout=10)
+        assert s.address in str(e.value) and calls == []
+        # a single frame over the limit: libzmq drops that connection at once
+        with pytest.raises(errors.UnavailableError, match=s.address):
+            ZmqTransport(chunk_bytes=1 << 20).connect(s.address).call(
+                "echo", b"", [b"z" * 8000], timeout=10)
+        assert ch.call("echo", b"ok", [b"z" * 100], timeout=10)[0] == b"ok"
+        assert calls == ["echo"]
+    finally:
+        ch.close()
+        s.stop()
+
+
+def test_reply_over_the_limit_is_refused():
+    t = ZmqTransport(max_message_bytes=10_000)
+    s = t.serve("127.0.0.1:0", lambda m, h, b: (b"", [b"r" * 20_000]))
+    ch = ZmqTransport().connect(s.address)
+    try:
+        with pytest.raises(errors.ResourceExhaustedError, match="reply.*too big"):
+            ch.call("any", b"", [], timeout=10)
+    finally:
+        ch.close()
+        s.stop()
+
+
+# -- concurrency ------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [50, 300])
+def test_concurrent_blocking_handlers(n):
+    """Every handler waits until all ``n`` requests have arrived: a fixed pool smaller
+    than ``n`` would deadlock here."""
+    barrier = threading.Barrier(n, timeout=15)
+
+    def handler(method, header, buffers):
+        barrier.wait()
+        return header + b"!", [bytes(buffers[0])[::-1]]
+
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", handler)
+    ch = t.connect(s.address)
+    try:
+        runs = [Bg(lambda i=i: ch.call("wait", str(i).encode(), [f"p{i}".encode()],
+                                       timeout=20)) for i in range(n)]
+        for i, r in enumerate(runs):
+            h, (b,) = r.result(timeout=20)
+            assert h == f"{i}!".encode() and bytes(b) == f"p{i}".encode()[::-1]
+    finally:
+        ch.close()
+        s.stop()
+
+
+# -- robustness -------------------------------------------------------------------------------
+def test_raw_tcp_garbage_then_good_call(channel, server):
+    host, _, port = server.address.rpartition(":")
+    payloads = [b"GET / HTTP/1.1\r\n\r\n", bytes(range(256)) * 40,
+                b"\xff" + b"\x00" * 8 + b"\x7f\x03\x00" + b"NULL" + b"\x00" * 100,
+                b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"]
+    for p in payloads:
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(p)
+            s.settimeout(0.2)
+            try:
+                s.recv(100)
+            except OSError:
+                pass
+    with socket.create_connection((host, int(port)), timeout=5):
+        pass  # connect and hang up at once
+    assert channel.call("echo", b"fine", [b"x"], timeout=10)[0] == b"fine"
+
+
+def test_raw_dealer_garbage_gets_error_replies(channel, server):
+    env = zt._ENV
+    ok = env.pack(b"FZ", 1, zt._REQUEST, 9, 1, 4, 0) + b"echo"
+    chunked = env.pack(b"FZ", 1, zt._REQUEST | zt._CHUNKED, 6, 1, 0, 0)
+    bad = [
+        [b"garbage"],
+        [b""],
+        [b"", b""],
+        [b"x" * 20, b"h"],
+        [env.pack(b"FZ", 9, zt._REQUEST, 1, 0, 0, 0), b"h"],
+        [ok, b"h"],  # says one buffer, has none
+        [ok, b"h", b"a", b"b"],
+        [env.pack(b"FZ", 1, zt._REQUEST, 3, 0, 10, 0) + b"ab", b"h"],
+        [env.pack(b"FZ", 1, zt._REQUEST, 4, 0, 2, 0) + b"\xff\xfe", b"h"],
+        [env.pack(b"FZ", 1, zt._REPLY, 5, 0, 0, 0), b"h"],
+        [chunked + struct.pack("<IQ", 0, 0), b"h"],
+        [chunked + struct.pack("<IQ", 3, 3), b"h", b"a"],  # fewer chunks
+        [chunked + struct.pack("<IQ", 2, 3), b"h", b"ab", b"cd"],  # chunks over the size
+        [chunked + struct.pack("<IQ", 2, 5), b"h", b"ab", b"c"],  # chunks under the size
+        [chunked + struct.pack("<IQ", 1, 5), b"h", b"abc"],  # size mismatch
+        [chunked + struct.pack("<IQ", 2, 1 << 40), b"h", b"ab", b"cd"],  # too big
+    ]
+    codes = [errors.INTERNAL] * (len(bad) - 1) + [errors.RESOURCE_EXHAUSTED]
+    ctx = zmq.Context.instance()
+    d = ctx.socket(zmq.DEALER)
+    d.linger = 0
+    d.rcvtimeo = 5000
+    d.connect(f"tcp://{server.address}")
+    try:
+        for msg, want in zip(bad, codes):
+            d.send_multipart(msg)
+            reply = d.recv_multipart()
+            _, _, kind, _, _, _, code = env.unpack_from(reply[0])
+            assert kind == zt._ERROR and code == want, (msg, reply)
+            assert b"refused" in reply[1], reply[1]
+        d.send_multipart([ok, b"h", b"payload"])
+        reply = d.recv_multipart()
+        assert env.unpack_from(reply[0])[2] == zt._REPLY and reply[1:] == [b"h", b"payload"]
+    finally:
+        d.close()
+    assert channel.call("echo", b"still", [], timeout=10)[0] == b"still"
+
+
+# -- server death and shutdown ----------------------------------------------------------------
+SERVER = """
+import sys, time
+from flowrt.plugins.transports.zmq import ZmqTransport
+def handler(method, header, buffers):
+    if method == "hang":
+        time.sleep(60)
+    return header, list(buffers)
+s = ZmqTransport().serve("127.0.0.1:0", handler)
+print(s.address, flush=True)
+time.sleep(60)
+"""
+
+
+def test_server_killed_mid_call_is_prompt_unavailable(transport):
+    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        assert sel.select(timeout=30), "the server process did not start"
+        addr = proc.stdout.readline().decode().strip()
+        ch = transport.connect(addr)
+        assert ch.call("echo", b"up", [], timeout=20)[0] == b"up"
+        run = Bg(lambda: ch.call("hang", b"", [], timeout=30))
+        time.sleep(0.3)
+        assert run.alive()
+        proc.kill()
+        t0 = time.monotonic()
+        err = run.error(timeout=10)
+        assert time.monotonic() - t0 < 2.5
+        assert isinstance(err, errors.UnavailableError) and addr in str(err), err
+        err = Bg(lambda: ch.call("echo", b"", [], timeout=5)).error()
+        assert isinstance(err, errors.UnavailableError) and addr in str(err), err
+        ch.close()
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_stop_fails_calls_in_flight_after_grace():
+    release = threading.Event()
+
+    def handler(method, header, buffers):
+        release.wait(10)
+        return b"late", []
+
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", handler)
+    ch = t.connect(s.address)
+    try:
+        runs = [Bg(lambda: ch.call("block", b"", [], timeout=20)) for _ in range(3)]
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        s.stop(grace=0.2)
+        assert time.monotonic() - t0 < 2
+        for r in runs:
+            err = r.error(timeout=5)
+            assert isinstance(err, errors.UnavailableError) and s.address in str(err), err
+        assert time.monotonic() - t0 < 3
+        err = Bg(lambda: ch.call("block", b"", [], timeout=5)).error()
+        assert isinstance(err, errors.UnavailableError)
+    finally:
+        release.set()
+        ch.close()
+
+
+def test_stop_waits_for_calls_that_finish_within_grace():
+    started = threading.Event()
+
+    def handler(method, header, buffers):
+        started.set()
+        time.sleep(0.3)
+        return b"done", [b"r"]
+
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", handler)
+    ch = t.connect(s.address)
+    try:
+        run = Bg(lambda: ch.call("slow", b"", [], timeout=20))
+        assert started.wait(5)
+        s.stop(grace=5)
+        h, b = run.result()
+        assert h == b"done" and as_bytes(b) == [b"r"]
+    finally:
+        ch.close()
+
+
+def test_requests_during_grace_are_refused():
+    release, started = threading.Event(), threading.Event()
+
+    def handler(method, header, buffers):
+        started.set()
+        release.wait(10)
+        return b"ok", []
+
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", handler)
+    ch = t.connect(s.address)
+    try:
+        first = Bg(lambda: ch.call("a", b"", [], timeout=20))
+        assert started.wait(5)
+        stopper = Bg(lambda: s.stop(grace=5))
+        deadline = time.monotonic() + 5
+        while not s._stopping:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        err = Bg(lambda: ch.call("b", b"", [], timeout=5)).error()
+        assert isinstance(err, errors.UnavailableError) and "stopping" in str(err), err
+        release.set()
+        assert first.result()[0] == b"ok"
+        stopper.result()
+    finally:
+        release.set()
+        ch.close()
+
+
+def test_restarted_server_is_reached_again():
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", echo)
+    ch = t.connect(s.address)
+    try:
+        assert ch.call("echo", b"1", [], timeout=10)[0] == b"1"
+        s.stop()
+        err = Bg(lambda: ch.call("echo", b"", [], timeout=5)).error()
+        assert isinstance(err, errors.UnavailableError)
+        s = t.serve(s.address, echo)
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert ch.call("echo", b"2", [], timeout=5)[0] == b"2"
+                break
+            except errors.UnavailableError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        ch.close()
+        s.stop()
+
+
+def test_close_fails_calls_in_flight(transport, server):
+    ch = transport.connect(server.address)
+    run = Bg(lambda: ch.call("sleep", b"2", [], timeout=20))
+    time.sleep(0.2)
+    ch.close()
+    err = run.error(timeout=2)
+    assert isinstance(err, errors.UnavailableError) and "closed" in str(err), err
+    with pytest.raises(errors.UnavailableError, match="closed"):
+        ch.call("echo", b"", [], timeout=5)
+
+
+def test_ipv6_and_host_names():
+    t = ZmqTransport()
+    for addr in ("[::1]:0", "localhost:0"):
+        try:
+            s = t.serve(addr, echo)
+        except errors.UnavailableError:
+            if addr.startswith("["):
+                continue  # no IPv6 loopback here
+            raise
+        assert s.address.startswith(addr[:-1]) and not s.address.endswith(":0")
+        ch = t.connect(s.address)
+        try:
+            assert ch.call("echo", b"v", [b"x"], timeout=10)[0] == b"v"
+        finally:
+            ch.close()
+            s.stop()
