@@ -40,3 +40,22 @@ def test_in_graph_replication_learns_across_four_devices(capsys):
     assert "device:CPU:3" in out and "device:CPU:0" in out
     assert r["loss"] < 0.5 * r["loss0"]
     assert r["acc"] > 0.6
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_distributed_train_inproc_cluster_learns(tmp_path, capsys, mode):
+    result = tmp_path / "result.json"
+    rc = _load("distributed_train").main([
+        "--launch", "--protocol", "inproc", "--mode", mode, "--workers", "2",
+        "--steps", "40", "--log-every", "0", "--save-steps", "20",
+        "--checkpoint-dir", str(tmp_path / "ckpt"), "--result", str(result)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "worker 0 (chief)" in out and "worker 1: done" in out
+    import json
+
+    r = json.loads(result.read_text())
+    assert 40 <= r["global_step"] <= 42 and r["accuracy"] > 0.4  # async may overshoot
+    assert (tmp_path / "ckpt" / f"model.ckpt-{r['global_step']}.index").exists()
+    if mode == "sync":  # two gradients per global step, from both replicas together
+        assert r["local_steps"] >= 20

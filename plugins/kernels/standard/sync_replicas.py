@@ -11,12 +11,19 @@ accumulator drops them.
 
 What happens when a worker misbehaves (docs/training.md has the long form):
 
-- *a slow worker*: the step waits for ``replicas_to_aggregate`` fresh gradients. With
-  backup workers (``total_num_replicas > replicas_to_aggregate``) the fastest ones make
-  the step and the slow one's late gradient is dropped as stale;
-- *a worker that finishes early or dies*: the tokens it does not take stay in the queue,
-  so the remaining workers take them and contribute the missing gradients: training
-  continues at the pace of the live workers;
+- *a slow worker*: the step waits for ``replicas_to_aggregate`` fresh gradients, and a
+  slow worker holds one of the step's tokens, so the step waits for it. With backup
+  workers (``total_num_replicas > replicas_to_aggregate``) the fastest ones make the
+  step and the slow one's late gradient is dropped as stale;
+- *a worker that finishes early*: a worker always holds the token of its next step.
+  Its hook's ``end()`` puts that token back, so a live worker takes it and computes
+  the missing gradient: training continues at the pace of the live workers (TF's
+  workers keep the token and the step never completes);
+- *a worker that dies*: its token is lost (held, or about to be taken by its step that
+  is still pending on the ps). When the global step has not moved for
+  ``lost_worker_timeout_secs`` while the live workers wait on an empty token queue,
+  the chief's hook adds the tokens that the step still needs; a restarted worker
+  rejoins at the current global step;
 - *the chief finishing*: its hook closes the token queue, so workers waiting for a token
   fail with ``OutOfRangeError``, which ends a ``MonitoredSession`` loop quietly instead
   of hanging (TF's workers hang there);
@@ -27,9 +34,12 @@ What happens when a worker misbehaves (docs/training.md has the long form):
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Any
 
 from flowrt import dtypes as _dt
+from flowrt import errors
 from flowrt.coordinator import QueueRunner
 from flowrt.graph import (GraphKeys, Tensor, colocate_with, control_dependencies, device,
                           name_scope)
@@ -58,12 +68,15 @@ class SyncReplicasOptimizer(Optimizer):
     :param replicas_to_aggregate: gradients averaged per step
     :param total_num_replicas: workers (default ``replicas_to_aggregate``; more means
         backup workers)
+    :param lost_worker_timeout_secs: (flowrt) when the global step has not advanced for
+        this long while the token queue is empty, the chief adds the tokens a lost
+        worker took with it; ``None`` waits forever, as TF does
     """
 
     def __init__(self, opt: Optimizer, replicas_to_aggregate: int,
                  total_num_replicas: int | None = None, variable_averages: Any = None,
                  variables_to_average: Any = None, use_locking: bool = False,
-                 name: str = "sync_replicas"):
+                 name: str = "sync_replicas", lost_worker_timeout_secs: float | None = 60.0):
         if total_num_replicas is None:
             total_num_replicas = replicas_to_aggregate
         super().__init__(use_locking, name)
@@ -82,6 +95,7 @@ class SyncReplicasOptimizer(Optimizer):
         self._chief_queue_runner: QueueRunner | None = None
         self._accumulator_list: list[tuple[Any, str]] = []
         self._close_tokens_op: Any = None
+        self._lost_worker_timeout_secs = lost_worker_timeout_secs
 
     def compute_gradients(self, *args: Any, **kwargs: Any) -> Any:
         """The wrapped optimizer's gradients."""
@@ -147,6 +161,18 @@ class SyncReplicasOptimizer(Optimizer):
                 self._chief_queue_runner = QueueRunner(dummy_queue, [sync_op])
                 self._close_tokens_op = self._sync_token_queue.close(
                     cancel_pending_enqueues=True, name="close_sync_token_q")
+                # a worker that leaves puts back the token of the step it did not make
+                self._return_token_op = self._sync_token_queue.enqueue(
+                    (self._local_step,), name="return_sync_token")
+                # the chief's watchdog: what it reads, and the op adding lost tokens
+                self._token_queue_size = self._sync_token_queue.size()
+                self._missing_tokens = _api("placeholder")(_dt.int32, [],
+                                                           name="missing_sync_tokens")
+                self._add_tokens_op = self._sync_token_queue.enqueue_many(
+                    (fill([self._missing_tokens], global_step),), name="add_sync_tokens")
+            acc0, dev0 = self._accumulator_list[0]
+            with device(dev0):
+                self._num_accumulated = acc0.num_accumulated()
             for acc, dev in self._accumulator_list:
                 with device(dev):
                     chief_init_ops.append(acc.set_global_step(global_step,
@@ -227,11 +253,44 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             session.run(self._init_tokens_op)
         if self._q_runner is not None:
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
+        timeout = self._sync_optimizer._lost_worker_timeout_secs
+        if self._is_chief and timeout is not None:
+            t = threading.Thread(target=self._watch_tokens, args=(session, coord, timeout),
+                                 name="sync_replicas_watchdog", daemon=True)
+            coord.register_thread(t)
+            t.start()
+
+    def _watch_tokens(self, session: Any, coord: Any, timeout: float) -> None:
+        """The chief's watchdog: a step that has not advanced for ``timeout`` seconds
+        while the token queue is empty lost a worker's token; add the missing ones."""
+        so = self._sync_optimizer
+        last, since = None, time.monotonic()
+        while not coord.wait_for_stop(min(1.0, timeout / 4)):
+            try:
+                step, queued, have = session.run(
+                    [so._global_step, so._token_queue_size, so._num_accumulated])
+                now = time.monotonic()
+                if step != last:
+                    last, since = step, now
+                elif queued == 0 and now - since >= timeout:
+                    missing = max(1, so._replicas_to_aggregate - int(have))
+                    _log.warning("SyncReplicasOptimizer: global step %d did not advance for "
+                                 "%.0f s with no token left: a worker was lost; adding %d "
+                                 "token(s)", int(step), now - since, missing)
+                    session.run(so._add_tokens_op, {so._missing_tokens: missing})
+                    since = now
+            except (errors.OpError, RuntimeError):  # the session ended or is recovering
+                return
 
     def end(self, session: Any) -> None:
         if self._is_chief:
             # workers waiting for a token would wait forever: let them fail and stop
             session.run(self._sync_optimizer._close_tokens_op)
+        else:
+            try:  # the token of the step this worker will not make goes back
+                session.run(self._sync_optimizer._return_token_op)
+            except errors.OpError:  # the queue is closed: the chief finished
+                pass
 
 
 ks.export("train.SyncReplicasOptimizer", SyncReplicasOptimizer)
