@@ -198,7 +198,8 @@ class _CNode:
                  "ctrl_preds", "dead_transparent",
                  # frame-aware scheduling (plans with loops)
                  "frame", "lidx", "fkind", "f_in", "f_out", "f_kill", "f_ctrl_kill",
-                 "f_all_kill", "const_enter", "child")
+                 "f_all_kill", "const_enter", "child", "f_succ", "fast", "simple_out",
+                 "f_exit")
 
     def __init__(self) -> None:
         self.label: str | None = None
@@ -626,6 +627,7 @@ def _run_on_pool(c: _CNode, step: StepContext, ins: list[Any], done_q: Any,
 # live value is dead in the parent (a loop in an untaken conditional branch).
 
 _F_PLAIN, _F_ENTER, _F_EXIT, _F_NEXT = 0, 1, 2, 3
+_SLOW_KINDS = frozenset({"arg", "merge", "async", "step", "alias"})
 
 
 class _FrameInfo:
@@ -731,19 +733,37 @@ class _FramePlan:
                 preds = {p for p in preds if nodes[p].fkind != _F_NEXT}
             c.frame.pending.append(len(preds))
             kill: list[list[int]] = [[] for _ in range(c.n_out)]
+            exits: list[list[int]] = [[] for _ in range(c.n_out)]
             ctrl: list[int] = []
             for s in c.succ:
                 sc = nodes[s]
                 if sc.kind == "merge":
+                    continue
+                if c.kind == "switch" and sc.fkind == _F_EXIT and \
+                        node.name not in sc.node.control_inputs:
+                    # a dead Exit does nothing: the Switch's dead side skips it (every
+                    # iteration but the last)
+                    exits[sc.node.inputs[0][1]].append(s)
                     continue
                 for (n, k) in sc.node.inputs:
                     if n == node.name and s not in kill[k]:
                         kill[k].append(s)
                 if node.name in sc.node.control_inputs:
                     ctrl.append(s)
-            c.f_kill = tuple(tuple(k) for k in kill)
-            c.f_ctrl_kill = tuple(ctrl)
-            c.f_all_kill = tuple(s for s in c.succ if nodes[s].kind != "merge")
+            # (frame-local indices: what the scheduler indexes per iteration)
+            c.f_kill = tuple(tuple(nodes[s].lidx for s in k) for k in kill)
+            c.f_exit = tuple(frozenset(e) for e in exits)
+            c.f_ctrl_kill = tuple(nodes[s].lidx for s in ctrl)
+            c.f_all_kill = tuple(nodes[s].lidx for s in c.succ if nodes[s].kind != "merge")
+        for c in nodes:
+            # successors as (index, frame-local index, is a Merge); the hot path of a
+            # plain synchronous kernel: one output, no Merge successor, no references
+            c.f_succ = tuple((s, nodes[s].lidx, nodes[s].kind == "merge") for s in c.succ)
+            c.fast = (c.fkind == _F_PLAIN and c.kind not in _SLOW_KINDS and
+                      True not in c.deref and not c.dead_transparent and
+                      not (c.expensive and ex.use_pool))
+            c.simple_out = (c.n_out == 1 and c.kind != "switch" and
+                            not any(m for _, _, m in c.f_succ))
         for name, k in fetches:
             c = nodes[index_of[name]]
             if out_frame[c.index] is not root:
@@ -852,27 +872,29 @@ def _run_frames(ex: Executor, args: Sequence[Any], step: StepContext,
                                            f"kernel of {c.node.name} returned {len(outs)} "
                                            f"outputs, expected {n_out}")
             vals[base:base + n_out] = outs
+        skip: frozenset[int] | tuple[()] = ()  # dead Exits: not scheduled at all
         if dead_all:
             if c.f_all_kill:
                 d = it.dead
                 if d is None:
                     d = it.dead = set()
-                d.update(nodes[s].lidx for s in c.f_all_kill)
+                d.update(c.f_all_kill)
         elif c.kind == "switch" or (n_out == 1 and outs is DEAD):
             for k in range(n_out):
-                if vals[base + k] is DEAD and c.f_kill[k]:
-                    d = it.dead
-                    if d is None:
-                        d = it.dead = set()
-                    d.update(nodes[s].lidx for s in c.f_kill[k])
-        for s in c.succ:
-            sc = nodes[s]
-            li = sc.lidx
+                if vals[base + k] is DEAD:
+                    if c.f_kill[k]:
+                        d = it.dead
+                        if d is None:
+                            d = it.dead = set()
+                        d.update(c.f_kill[k])
+                    if c.f_exit and c.f_exit[k]:
+                        skip = c.f_exit[k]
+        for s, li, is_merge in c.f_succ:
             p = pending[li]
-            if sc.kind == "merge":
+            if is_merge:
                 if p < 0:
                     continue  # fired already
-                for sl in sc.f_in:
+                for sl in nodes[s].f_in:
                     v = vals[sl]
                     if v is not None and v is not DEAD:
                         pending[li] = -1
@@ -891,6 +913,8 @@ def _run_frames(ex: Executor, args: Sequence[Any], step: StepContext,
             p -= 1
             pending[li] = p
             if p == 0:
+                if skip and s in skip:
+                    continue
                 it.outstanding += 1
                 ready_append((s, it))
 
@@ -1016,6 +1040,35 @@ def _run_frames(ex: Executor, args: Sequence[Any], step: StepContext,
             while ready and error is None:
                 i, it = ready.pop()
                 c = nodes[i]
+                if c.fast:  # a plain synchronous kernel: the hot path, inlined
+                    d = it.dead
+                    if d is None or c.lidx not in d:
+                        vals = it.vals
+                        t0 = clock() if stats is not None else 0.0
+                        try:
+                            r = c.compute(*[vals[s] for s in c.f_in])
+                            if stats is not None:
+                                stats.append(_stat(c, t0, clock(), threading.get_ident()))
+                            if c.simple_out and r is not DEAD:
+                                vals[c.f_out] = r
+                                pending = it.pending
+                                for s, li, _ in c.f_succ:
+                                    p = pending[li] - 1
+                                    pending[li] = p
+                                    if not p:
+                                        it.outstanding += 1
+                                        ready_append((s, it))
+                            else:
+                                deliver(c, r, it, False)
+                        except Exception as e:
+                            error = fail(e, c)
+                            break
+                        it.outstanding -= 1
+                        if it is root_it:
+                            state["root_done"] += 1
+                        elif not it.outstanding:
+                            retire(it)
+                        continue
                 kind = c.kind
                 vals = it.vals
                 if kind == "arg":

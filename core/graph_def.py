@@ -359,6 +359,8 @@ _SCALAR_FIELD = {"type": "type", "int": "i", "float": "f", "bool": "b", "string"
                  "shape": "shape", "tensor": "tensor", "func": "func"}
 _FIELD_KIND = {v: k for k, v in _SCALAR_FIELD.items()}
 #: Kinds of the attrs TensorFlow itself adds to nodes (no OpDef declares them).
+_MERGE_OPS = frozenset({"Merge", "RefMerge"})
+_NEXT_ITERATION_OPS = frozenset({"NextIteration", "RefNextIteration"})
 _INTERNAL_ATTR_KINDS = {"_class": "list(string)", "_output_shapes": "list(shape)"}
 
 
@@ -1030,6 +1032,21 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
             preds[node.name] = p
 
         # -- topological order (GraphDef order among ready nodes) -----------------------
+        # A while loop's back edge (NextIteration -> Merge) is no ordering constraint:
+        # the Merge is created with a forward input in that slot, and the edge is set
+        # once every op exists (as TF's importer does).
+        back: dict[str, list[tuple[int, str, int]]] = {}
+        for node in graph_def.node:
+            if node.op not in _MERGE_OPS:
+                continue
+            d_list = data_in[node.name]
+            slots = [(i, src[1], src[2]) for i, src in enumerate(d_list)
+                     if src[0] == "node" and nodes[src[1]].op in _NEXT_ITERATION_OPS]
+            if slots and len(slots) < len(d_list):
+                back[node.name] = slots
+                p = preds[node.name]
+                for _, src_name, _ in slots:
+                    p.remove(src_name)
         pending = {n: len(set(p)) for n, p in preds.items()}
         succs: dict[str, list[str]] = {n: [] for n in nodes}
         for n, p in preds.items():
@@ -1104,7 +1121,12 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
                         raise ValueError(f"{where}: its value is {v_dt.name} but its dtype "
                                          f"attr is {attrs['dtype'].name}")
                 inputs: list[Tensor] = []
-                for i, (src, (want, is_ref)) in enumerate(zip(data_in[node.name], expected)):
+                d_list = data_in[node.name]
+                later = {i for i, _, _ in back.get(node.name, ())}
+                if later:  # back edges: a forward input stands in until every op exists
+                    fwd = next(src for i, src in enumerate(d_list) if i not in later)
+                    d_list = [fwd if i in later else src for i, src in enumerate(d_list)]
+                for i, (src, (want, is_ref)) in enumerate(zip(d_list, expected)):
                     if src[0] == "mapped":
                         t = src[1]
                     else:
@@ -1136,6 +1158,23 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
                 created_by_name[node.name] = op
                 for c in ctrl_in[node.name]:
                     op._add_control_input(c[1] if c[0] == "mapped" else created_by_name[c[1]])
+
+            # -- loop back edges, now that their NextIteration ops exist --------------
+            for mname, slots in back.items():
+                mop = created_by_name[mname]
+                for i, src, k in slots:
+                    nxt = created_by_name[src]
+                    if k >= len(nxt.outputs):
+                        raise ValueError(f"Node '{mname}' (op '{mop.type}'): input {i} "
+                                         f"refers to output {k} of node '{src}', which has "
+                                         f"{len(nxt.outputs)} outputs")
+                    t = nxt.outputs[k]
+                    want = mop.inputs[i].dtype
+                    if t.dtype.base_dtype is not want.base_dtype:
+                        raise ValueError(f"Input {i} of node '{final[mname]}' was passed "
+                                         f"{t.dtype.name} from {t.name} incompatible with "
+                                         f"expected {want.base_dtype.name}.")
+                    mop._update_input(i, t)
 
             # -- devices: the node's own inside enclosing scopes; colocated ops follow --
             coloc: list[tuple[Operation, list[str]]] = []

@@ -1097,3 +1097,121 @@ def test_every_registered_op_round_trips_and_computes_the_same():
                 compared.add(name)
     # the ops every graph has must have computed on both sides
     assert {"Const", "Identity"} <= compared
+
+
+# -- loops: NextIteration -> Merge back edges ---------------------------------------------
+def _n(name, op, inputs=(), **attrs):
+    """A NodeDef in text form: attrs as ``key='<AttrValue text>'``."""
+    ins = "".join(f' input: "{i}"' for i in inputs)
+    ats = "".join(f' attr {{ key: "{k}" value {{ {v} }} }}' for k, v in attrs.items())
+    return f'node {{ name: "{name}" op: "{op}"{ins}{ats} }}'
+
+
+# A loop laid out as TensorFlow 1.15 writes it: ``y = y * x`` three times. Body nodes
+# come before the Enter they read, and each Merge names its NextIteration, defined later.
+F, I32 = "type: DT_FLOAT", "type: DT_INT32"
+ENTER = dict(frame_name='s: "w/while_context"', parallel_iterations="i: 10")
+TF_LOOP_PBTXT = "\n".join([
+    _n("x", "Placeholder", dtype=F),
+    _n("Const", "Const", dtype=I32, value="tensor { dtype: DT_INT32 int_val: 0 }"),
+    _n("Const_1", "Const", dtype=F, value="tensor { dtype: DT_FLOAT float_val: 1.0 }"),
+    _n("w/Enter", "Enter", ["Const"], T=I32, is_constant="b: false", **ENTER),
+    _n("w/Enter_1", "Enter", ["Const_1"], T=F, is_constant="b: false", **ENTER),
+    _n("w/Merge", "Merge", ["w/Enter", "w/NextIteration"], T=I32, N="i: 2"),
+    _n("w/Merge_1", "Merge", ["w/Enter_1", "w/NextIteration_1"], T=F, N="i: 2"),
+    _n("w/Less/y", "Const", ["^w/Merge"], dtype=I32,
+       value="tensor { dtype: DT_INT32 int_val: 3 }"),
+    _n("w/Less", "Less", ["w/Merge", "w/Less/y"], T=I32),
+    _n("w/LoopCond", "LoopCond", ["w/Less"]),
+    _n("w/Switch", "Switch", ["w/Merge", "w/LoopCond"], T=I32, _class='list { s: "loc:@w/Merge" }'),
+    _n("w/Switch_1", "Switch", ["w/Merge_1", "w/LoopCond"], T=F),
+    _n("w/Identity", "Identity", ["w/Switch:1"], T=I32),
+    _n("w/Identity_1", "Identity", ["w/Switch_1:1"], T=F),
+    _n("w/add/y", "Const", ["^w/Identity"], dtype=I32,
+       value="tensor { dtype: DT_INT32 int_val: 1 }"),
+    _n("w/add", "AddV2", ["w/Identity", "w/add/y"], T=I32),
+    _n("w/mul", "Mul", ["w/Identity_1", "w/mul/Enter"], T=F),
+    _n("w/mul/Enter", "Enter", ["x"], T=F, is_constant="b: true", **ENTER),
+    _n("w/NextIteration", "NextIteration", ["w/add"], T=I32),
+    _n("w/NextIteration_1", "NextIteration", ["w/mul"], T=F),
+    _n("w/Exit", "Exit", ["w/Switch"], T=I32),
+    _n("w/Exit_1", "Exit", ["w/Switch_1"], T=F),
+    _n("out", "Identity", ["w/Exit_1"], T=F),
+])
+
+
+def test_import_a_tensorflow_loop_graph_def():
+    gd = text_format.Parse(TF_LOOP_PBTXT, graph_def_pb2.GraphDef())
+    g = tf.Graph()
+    with g.as_default():
+        out, merge = import_graph_def(gd, return_elements=["out:0", "w/Merge_1"])
+    assert [t.op.name for t in merge.inputs] == ["import/w/Enter_1",
+                                                  "import/w/NextIteration_1"]
+    assert merge in g.get_operation_by_name("import/w/NextIteration_1").outputs[0].consumers()
+    assert g.get_operation_by_name("import/w/Enter_1").outputs[0].consumers() == [merge]
+    with tf.Session(graph=g) as s:
+        assert s.run(out, {"import/x:0": 1.5}) == pytest.approx(1.5 ** 3)
+
+
+def test_loop_graph_def_in_any_node_order_imports_the_same():
+    gd = text_format.Parse(TF_LOOP_PBTXT, graph_def_pb2.GraphDef())
+    rev = graph_def_pb2.GraphDef()
+    rev.node.extend(reversed(gd.node))
+    g = tf.Graph()
+    with g.as_default():
+        out, = import_graph_def(rev, return_elements=["out:0"], name="r")
+    with tf.Session(graph=g) as s:
+        assert s.run(out, {"r/x:0": -2.0}) == -8.0
+
+
+def test_round_trip_of_nested_loops_and_loop_gradients():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float64, [], name="x")
+
+        def outer(i, y):
+            _, y = tf.while_loop(lambda j, z: j < i, lambda j, z: (j + 1, z * x + 1.0), [0, y])
+            return i + 1, y
+
+        _, y = tf.while_loop(lambda i, y: i < 4, outer, [0, tf.constant(1.0, tf.float64)])
+        tf.identity(y, name="y")
+        tf.identity(tf.gradients(y, x)[0], name="dy")
+    g2 = tf.Graph()
+    with g2.as_default():
+        import_graph_def(g.as_graph_def(), name="")
+    ops = {op.type for op in g2.get_operations()}
+    assert {"StackPushV2", "StackPopV2", "NextIteration", "Merge"} <= ops
+
+    def f(xv):
+        y = 1.0
+        for i in range(4):
+            for _ in range(i):
+                y = y * xv + 1.0
+        return y
+
+    with tf.Session(graph=g2) as s:
+        y, dy = s.run(["y:0", "dy:0"], {"x:0": 0.7})
+    assert y == pytest.approx(f(0.7), rel=1e-12)
+    assert dy == pytest.approx((f(0.7 + 1e-6) - f(0.7 - 1e-6)) / 2e-6, rel=1e-6)
+
+
+def test_loop_back_edge_of_the_wrong_dtype_is_refused():
+    bad = TF_LOOP_PBTXT.replace('"w/Merge_1" op: "Merge" input: "w/Enter_1" input: '
+                                '"w/NextIteration_1"',
+                                '"w/Merge_1" op: "Merge" input: "w/Enter_1" input: '
+                                '"w/NextIteration"')
+    assert bad != TF_LOOP_PBTXT
+    gd = text_format.Parse(bad, graph_def_pb2.GraphDef())
+    g = tf.Graph()
+    with g.as_default(), pytest.raises(ValueError, match="Input 1 of node 'import/w/Merge_1' "
+                                       "was passed int32 from import/w/NextIteration:0"):
+        import_graph_def(gd)
+    assert g.get_operations() == []
+
+
+def test_a_cycle_without_a_loop_is_still_refused():
+    gd = text_format.Parse("\n".join([
+        _n("a", "Identity", ["b"], T=F), _n("b", "Identity", ["a"], T=F)]),
+        graph_def_pb2.GraphDef())
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="cycle"):
+        import_graph_def(gd)

@@ -229,9 +229,6 @@ def test_fetching_inside_the_loop_is_refused(g):
         s.run(inside[0])
 
 
-@pytest.mark.xfail(raises=ValueError, reason="import_graph_def rejects a loop's back edge "
-                   "(NextIteration -> Merge) as a cycle; the importer (core/graph_def.py) "
-                   "must create Merge first and add the back edge afterwards")
 def test_graph_def_round_trip_runs_the_same(g):
     x = tf.placeholder(tf.float32, [], name="x")
     _, y = tf.while_loop(lambda i, y: i < 6, lambda i, y: (i + 1, y * x), [0, tf.constant(1.0)])
@@ -337,6 +334,87 @@ def test_gradient_descent_training_step_through_a_loop(g):
             s.run(train)
             losses.append(s.run(loss))
         assert losses[-1] < 1e-2 < losses[0]
+
+
+# -- gradients of conditionals inside loops ------------------------------------------------
+def _cond_loop_graph(n_iter, parallel):
+    """A body with a conditional whose branches read the loop variable, an invariant and
+    values made inside the branch, and a conditional nested in one branch."""
+    x = tf.placeholder(tf.float64, [2], name="x")
+    w = tf.placeholder(tf.float64, [], name="w")
+    bits = tf.placeholder(tf.bool, [None], name="bits")
+    flip = tf.placeholder(tf.bool, [None], name="flip")
+
+    def body(i, y):
+        def taken():
+            inner = tf.cond(flip[i], lambda: tf.sin(y) * w, lambda: y * y * 0.5)
+            return inner + tf.tanh(y * x)
+
+        return i + 1, tf.cond(bits[i], taken, lambda: y * w + x)
+
+    _, y = tf.while_loop(lambda i, y: i < n_iter, body, [0, x * 0.5],
+                         parallel_iterations=parallel)
+    return x, w, bits, flip, y
+
+
+def _cond_loop_numpy(xv, wv, bits, flip):
+    y = xv * 0.5
+    for b, f in zip(bits, flip):
+        if b:
+            y = (np.sin(y) * wv if f else y * y * 0.5) + np.tanh(y * xv)
+        else:
+            y = y * wv + xv
+    return float(np.sum(y))
+
+
+@settings(max_examples=10, deadline=None)
+@given(bits=st.lists(st.booleans(), min_size=0, max_size=6), data=st.data())
+def test_gradient_of_a_cond_inside_a_loop(bits, data):
+    flip = data.draw(st.lists(st.booleans(), min_size=len(bits), max_size=len(bits)))
+    parallel = data.draw(st.sampled_from([1, 10]))
+    g = tf.Graph()
+    with g.as_default():
+        x, w, bits_t, flip_t, y = _cond_loop_graph(len(bits), parallel)
+        loss = tf.reduce_sum(y)
+        dx, dw = tf.gradients(loss, [x, w])
+        feed = {x: [0.4, -0.3], w: 0.8, bits_t: bits + [False], flip_t: flip + [False]}
+        with tf.Session() as s:
+            got_loss, got_dx, got_dw = s.run([loss, dx, dw], feed)
+    xv, wv = np.array([0.4, -0.3]), 0.8
+    assert got_loss == pytest.approx(_cond_loop_numpy(xv, wv, bits, flip), rel=1e-12)
+    np.testing.assert_allclose(
+        got_dx, _numeric(lambda v: _cond_loop_numpy(v, wv, bits, flip), xv), rtol=1e-5,
+        atol=1e-8)
+    assert got_dw == pytest.approx(
+        float(_numeric(lambda v: _cond_loop_numpy(xv, v, bits, flip), wv)), rel=1e-5,
+        abs=1e-8)
+
+
+def test_training_through_a_cond_in_a_loop_and_a_nested_loop(g):
+    w = tf.Variable(0.5, dtype=tf.float64, name="w")
+
+    def outer(i, y):
+        def inner(j, z):
+            return j + 1, tf.cond(z > 1.0, lambda: z * w, lambda: z + w)
+
+        _, y = tf.while_loop(lambda j, z: j < i, inner, [0, y])
+        return i + 1, y
+
+    _, y = tf.while_loop(lambda i, y: i < 4, outer, [0, tf.constant(0.75, tf.float64)])
+    dw, = tf.gradients(y, [w])
+
+    def f(wv):
+        y = 0.75
+        for i in range(4):
+            for _ in range(i):
+                y = y * wv if y > 1.0 else y + wv
+        return y
+
+    with tf.Session() as s:
+        s.run(w.initializer)
+        got_y, got_dw = s.run([y, dw])
+    assert got_y == pytest.approx(f(0.5), rel=1e-12)
+    assert got_dw == pytest.approx(float(_numeric(f, 0.5)), rel=1e-5)
 
 
 def test_back_prop_false_gives_no_gradient(g):

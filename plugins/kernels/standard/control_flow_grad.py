@@ -24,7 +24,7 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape
 
 from ._common import ks
-from .control_flow_ops import WhileContext, _build_loop, _make_enter
+from .control_flow_ops import WhileContext, _build_loop, _make_enter, cond_guards
 
 __all__ = ["while_loop_gradient"]
 
@@ -189,7 +189,11 @@ class _ForwardState:
             push = apply_op("StackPushV2", name="f_acc_push", handle=h_in, elem=t,
                             swap_memory=bool(ctx.swap_memory))
             push.op._add_control_input(self.counter_identity.op)
-        self.counter_add._add_control_input(push.op)
+        # a value inside a conditional is pushed only in iterations that take its branch:
+        # the counter then waits for "pushed, or the branch was not taken"
+        guards = cond_guards(t, ctx)
+        self.counter_add._add_control_input(
+            _after_or_untaken(ctx, push.op, [(c.pred, side) for c, side in guards]))
         self.stacks[t] = h
         return h
 
@@ -231,14 +235,39 @@ class _BackwardState:
         h = self.fstate.stack_for(t)
         bctx = self.bctx
         h_in = bctx.capture(h)
+        guards = cond_guards(t, fctx)
+        # inside a conditional: pop only in iterations whose forward pass took the
+        # branch, by the predicates popped in step with it (TF's cond-in-loop gradient)
+        preds = [(self.backward_value(c.pred), side) for c, side in guards]
         with bctx.raw():
+            if preds:
+                h_in = apply_op("Switch", name="b_acc_switch", data=h_in,
+                                pred=preds[0][0])[preds[0][1]]
             p = apply_op("StackPopV2", name="b_acc_pop", handle=h_in,
                          elem_type=t.dtype.base_dtype)
             p._shape = t.shape
-            p.op._add_control_input(bctx.pivot_for_body.op)
+            if not preds:
+                p.op._add_control_input(bctx.pivot_for_body.op)
         self.pops[t] = p
-        self.pop_ops.append(p.op)
+        self.pop_ops.append(_after_or_untaken(bctx, p.op, preds))
         return p
+
+
+def _after_or_untaken(ctx: WhileContext, op: Operation,
+                      guards: list[tuple[Tensor, int]]) -> Operation:
+    """An op of ``ctx`` that runs in every iteration once ``op`` ran, or once it is
+    known that ``op`` is dead (one of the ``(predicate, side)`` guards it runs under,
+    innermost first, went the other way)."""
+    if not guards:
+        return op
+    with ctx.raw():
+        for pred, side in guards:
+            done = apply_op("Const", name="b_sync_done" if ctx.forward else "f_sync_done",
+                            value=np.bool_(True), dtype=_dt.bool)
+            done.op._add_control_input(op)
+            other = apply_op("Switch", name="sync_switch", data=pred, pred=pred)[1 - side]
+            op = apply_op("Merge", name="sync_merge", inputs=[done, other])[0].op
+    return op
 
 
 # -- the backward loop ---------------------------------------------------------------------

@@ -153,6 +153,7 @@ class CondContext:
 
     def add_op(self, op: Operation) -> None:
         self.ops.add(op)
+        _cond_registry(op.graph)[op] = self
         _register_outer(self, op)
         for i, t in enumerate(op.inputs):
             if t.op not in self.ops:
@@ -165,17 +166,51 @@ class CondContext:
         s = self._switched.get(t)
         if s is None:
             g = get_default_graph()
-            g._control_flow_context = self._outer
-            try:
-                with g.control_dependencies(None):
-                    op_type = "RefSwitch" if t.dtype.is_ref_dtype else "Switch"
-                    outs = apply_op(op_type, name="Switch" if op_type == "Switch" else None,
-                                    data=t, pred=self.pred)
-            finally:
-                g._control_flow_context = self
+            with g.control_dependencies(None):  # (which clears the context: set it after)
+                g._control_flow_context = self._outer
+                op_type = "RefSwitch" if t.dtype.is_ref_dtype else "Switch"
+                outs = apply_op(op_type, name="Switch" if op_type == "Switch" else None,
+                                data=t, pred=self.pred)
             s = self._switched[t] = outs[self.branch]
             self.ops.add(s.op)
+            _cond_switch_registry(g)[s.op] = self
         return s
+
+
+def _cond_registry(g: Any) -> dict[Operation, CondContext]:
+    """``op -> the conditional branch it was built in`` (innermost) for a graph."""
+    reg = getattr(g, "_flowrt_cond_of", None)
+    if reg is None:
+        reg = g._flowrt_cond_of = {}
+    return reg
+
+
+def _cond_switch_registry(g: Any) -> dict[Operation, CondContext]:
+    """``Switch op -> the branch that reads one of its outputs`` (output ``k`` is live
+    exactly when the predicate is ``k``)."""
+    reg = getattr(g, "_flowrt_cond_switch_of", None)
+    if reg is None:
+        reg = g._flowrt_cond_switch_of = {}
+    return reg
+
+
+def cond_guards(t: Tensor, loop: Any) -> list[tuple[CondContext, int]]:
+    """The conditionals inside ``loop`` that ``t`` is live under, innermost first, as
+    ``(branch context, side)``: ``t`` has a value in an iteration exactly when every
+    such predicate equals its side. Empty for a tensor outside conditionals."""
+    g = t.graph
+    sw = _cond_switch_registry(g).get(t.op)
+    if sw is not None:
+        guards, ctx = [(sw, t.value_index)], sw._outer
+    else:
+        c = _cond_registry(g).get(t.op)
+        if c is None:
+            return []
+        guards, ctx = [(c, c.branch)], c._outer
+    while isinstance(ctx, CondContext):
+        guards.append((ctx, ctx.branch))
+        ctx = ctx._outer
+    return guards if ctx is loop else []
 
 
 def _register_outer(ctx: Any, op: Operation) -> None:
@@ -349,6 +384,17 @@ def _chain(p: Tensor, f: Callable[[], Any], rest: Callable[[], Any],
 @ks.gradient("Switch", "RefSwitch")
 def _switch_grad(op: Any, grad_false: Tensor, grad_true: Tensor) -> list[Any]:
     # the live side's gradient comes back; the dead side's is dead and Merge skips it
+    c = _cond_switch_registry(op.graph).get(op)
+    if c is not None:
+        # a conditional reads one side only: the other side's gradient is zeros that
+        # must be live exactly when the branch is not taken (a filler zeros constant is
+        # live in every case, and the Merge could take it over the branch's gradient)
+        side = c.branch
+        untaken = apply_op("Switch", data=op.inputs[0], pred=op.inputs[1])[1 - side]
+        zeros = apply_op("ZerosLike", x=untaken)
+        pair = [zeros, grad_true] if side else [grad_false, zeros]
+        out, _ = apply_op("Merge", inputs=pair)
+        return [out, None]
     out, _ = apply_op("Merge", inputs=[grad_false, grad_true])
     return [out, None]
 
