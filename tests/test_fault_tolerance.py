@@ -132,7 +132,9 @@ def cluster(tmp_path, request):
 
 def _check_checkpoints(ckpt_dir: pathlib.Path) -> list[int]:
     """Every checkpoint in the directory is complete and readable; its global step is
-    the one in its name. Returns the steps."""
+    the one in its name, or a little past it: with asynchronous workers the step can
+    advance between the chief reading it and the saver reading the variables (as in
+    TF). Returns the steps."""
     steps = []
     for index in sorted(ckpt_dir.glob("model.ckpt-*.index")):
         prefix = str(index)[:-len(".index")]
@@ -141,7 +143,7 @@ def _check_checkpoints(ckpt_dir: pathlib.Path) -> list[int]:
         assert {"w1", "b1", "w2", "b2", "global_step"} <= set(names), names
         assert names["w1"] == [784, 64]
         reader = tf.train.NewCheckpointReader(prefix)
-        assert int(reader.get_tensor("global_step")) == step
+        assert step <= int(reader.get_tensor("global_step")) <= step + 4
         assert np.isfinite(reader.get_tensor("w1")).all()
         steps.append(step)
     steps.sort()
