@@ -461,6 +461,22 @@ def test_time_is_linear_in_the_iteration_count(g):
     assert large / small < 25.0, (small, large)
 
 
+def test_one_hundred_thousand_iterations(g):
+    """The issue's size: 100000 iterations of a small body, values as numpy's float32
+    recurrence, in bounded time (about 2 s here; linearity and flat memory are the two
+    tests above)."""
+    n, i, x = _counting_loop()
+    want = np.float32(1.0)
+    for _ in range(100000):
+        want = np.float32(want * np.float32(0.999))
+    with tf.Session() as s:
+        t0 = time.perf_counter()
+        got_i, got_x = s.run([i, x], {n: 100000})
+        took = time.perf_counter() - t0
+    assert got_i == 100000 and got_x == want
+    assert took < 60.0, took
+
+
 # -- across devices --------------------------------------------------------------------------
 def test_loop_split_over_two_devices(g):
     n = tf.placeholder(tf.int32, [])
