@@ -28,6 +28,8 @@ from . import math_grad  # noqa: F401,E402
 from . import array_grad  # noqa: F401,E402
 from . import nn_grad  # noqa: F401,E402
 from . import data_flow_ops  # noqa: F401,E402
+from . import tensor_array_ops  # noqa: F401,E402
+from . import functional_ops  # noqa: F401,E402
 from . import io_ops  # noqa: F401,E402
 from . import extra_ops  # noqa: F401,E402
 from . import cluster_api  # noqa: F401,E402

@@ -630,10 +630,14 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     if parallel_iterations < 1:
         raise TypeError("parallel_iterations must be a positive integer.")
     if isinstance(loop_vars, (Tensor, np.ndarray, int, float)) or \
-            hasattr(loop_vars, "_as_graph_element"):
+            hasattr(loop_vars, "_as_graph_element") or _is_ta(loop_vars):
         loop_vars, single = [loop_vars], True
     else:
         single = False
+    if any(_is_ta(v) for v in _flatten(loop_vars)):
+        return _while_loop_tensor_arrays(cond, body, loop_vars, single, shape_invariants,
+                                         parallel_iterations, back_prop, swap_memory, name,
+                                         maximum_iterations, return_same_structure)
     with name_scope(name, "while", _flatten(loop_vars)):
         if not loop_vars:
             raise ValueError("No loop variables provided")
@@ -675,6 +679,43 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     if not return_same_structure and len(_flatten(result)) == 1:
         return _flatten(result)[0]
     return result
+
+
+def _is_ta(x: Any) -> bool:
+    return getattr(x, "_flowrt_tensor_array", False) is True
+
+
+def _while_loop_tensor_arrays(cond: Callable[..., Any], body: Callable[..., Any],
+                              loop_vars: list[Any], single: bool, shape_invariants: Any,
+                              *args: Any) -> Any:
+    """``while_loop`` over loop variables that include TensorArrays (as TF does it): each
+    TensorArray travels as its flow tensor and is rebuilt from it in ``cond``, ``body``
+    and the result."""
+    template = _flatten(loop_vars)
+
+    def to_arrays(flat: list[Any]) -> list[Any]:
+        return [t._with_flow(f) if _is_ta(t) else f for t, f in zip(template, flat)]
+
+    def to_flows(x: Any) -> Any:
+        return _pack_like(x, [v.flow if _is_ta(v) else v for v in _flatten(x)])
+
+    def unpack(args: tuple[Any, ...]) -> list[Any]:
+        return _pack_like(list(loop_vars), to_arrays(_flatten(list(args))))
+
+    if shape_invariants is not None:
+        inv = _flatten_shapes(shape_invariants)
+        shape_invariants = _pack_like(list(loop_vars), [
+            TensorShape([]) if _is_ta(t) else s for t, s in zip(template, inv)])
+    result = while_loop(lambda *a: cond(*unpack(a)), lambda *a: to_flows(body(*unpack(a))),
+                        to_flows(list(loop_vars)), shape_invariants, *args[:-1],
+                        return_same_structure=True)
+    packed = _pack_like(list(loop_vars), to_arrays(_flatten(result)))
+    return_same_structure = args[-1]
+    if single and not return_same_structure:
+        return packed[0]
+    if not return_same_structure and len(template) == 1:
+        return _flatten(packed)[0]
+    return packed
 
 
 def _api_logical_and(a: Any, b: Any) -> Tensor:
