@@ -230,7 +230,10 @@ def _sync_run(cluster, chief_args=(), worker_args=(), kill_after: int = 0):
 def test_sync_slow_worker_holds_the_step_back(cluster):
     # without backup workers each step needs the slow worker's gradient: it holds one of
     # the step's two tokens, so the chief waits for it
-    chief, slow, wall, _ = _sync_run(cluster, worker_args=["--sleep", "0.3"])
+    # (the lost-worker watchdog must not mistake the slow worker for a lost one on a
+    # loaded machine: a long timeout here)
+    chief, slow, wall, _ = _sync_run(cluster, chief_args=["--lost-worker-secs", "30"],
+                                     worker_args=["--sleep", "0.3"])
     assert wall < WAIT_S
     assert chief["global_step"] == slow["global_step"] == 40
     assert slow["local_steps"] >= 30  # it took part in (nearly) every step
