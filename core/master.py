@@ -73,7 +73,7 @@ class CompiledStep:
     """A registered step: which worker runs which partition, and the graph version."""
 
     __slots__ = ("feeds", "fetches", "targets", "version", "parts", "n_feeds", "placement",
-                 "ir", "partitions")
+                 "ir", "partitions", "push")
 
     def __init__(self, feeds: tuple[str, ...], fetches: tuple[str, ...],
                  targets: tuple[str, ...]):
@@ -84,6 +84,9 @@ class CompiledStep:
         self.placement: dict[str, str] = {}
         self.ir: GraphIR | None = None
         self.partitions: list[Any] = []
+        #: id(worker) -> its task, for the remote workers that push the tensors they
+        #: send to the master's task with their RunGraph reply (see _push_sources)
+        self.push: dict[int, tuple[str, int]] = {}
 
 
 class _PassContext:
@@ -198,6 +201,7 @@ class MasterSession:
         for p in cs.parts:
             p[0].deregister_graph(p[1])
         cs.parts = []
+        cs.push = {}
         if len(used) > 1:
             parts = partition(ir, placed, runtime)
             by_worker: dict[int, list[Any]] = {}
@@ -212,6 +216,7 @@ class MasterSession:
                 h = w.register_partitions(self.handle, wparts, len(ir.fetches), threads)
                 cs.parts.append((w, h, sorted(pos for p in wparts
                                               for pos in p.fetch_positions)))
+            cs.push = self._push_sources(by_worker, used)
             cs.partitions = parts
             cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
             cs.ir = ir
@@ -230,6 +235,30 @@ class MasterSession:
         cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
         cs.ir = ir
         cs.version = version
+
+    def _push_sources(self, by_worker: dict[int, list[Any]], used: dict[int, Any]
+                      ) -> dict[int, tuple[str, int]]:
+        """The remote workers that can push: their partitions receive nothing (no
+        ``_Recv``: they depend on no other task, so their RunGraph finishes on its own)
+        and send to the master's own task, which takes part in the step. Their RunGraph
+        reply then carries those tensors and the local worker's receives wait locally:
+        no RecvTensor round trip."""
+        local = self.master.local_worker
+        if id(local) not in used or not hasattr(local, "accept_pushed"):
+            return {}
+        here = (local.job, local.task)
+        out: dict[int, tuple[str, int]] = {}
+        for k, wparts in by_worker.items():
+            w = used[k]
+            if w is local:
+                continue
+            nodes = [n for p in wparts for n in p.ir.nodes.values()]
+            if any(n.type == "_Recv" for n in nodes):
+                continue
+            if any(n.type == "_Send" and local._task_of(str(n.node_attrs["recv_device"]))
+                   == here for n in nodes):
+                out[k] = (w.job, w.task)
+        return out
 
     # -- run --------------------------------------------------------------------------
     def run_callable(self, cid: int, args: Sequence[Any], trace: bool = False,
@@ -296,10 +325,22 @@ class MasterSession:
         part_stats: list[list[NodeStat] | None] = [None if stats is None else []
                                                    for _ in cs.parts]
 
+        push = cs.push
+        pushed_from = frozenset(push.values())
+
         def run(i: int) -> None:
             w, h, _ = cs.parts[i]
             try:
-                r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout)
+                if w is local and pushed_from:
+                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
+                                    pushed_from=pushed_from)
+                elif id(w) in push:
+                    got: list[tuple[str, Any]] = []
+                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
+                                    push_to=(local.job, local.task), pushed=got)
+                    local.accept_pushed(step_id, got)
+                else:
+                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout)
             except BaseException as e:  # noqa: BLE001 - reported to the waiting master
                 fl.fail(_name_task(e, w))
                 fl.q.put((i, None, None))
@@ -334,6 +375,8 @@ class MasterSession:
                 raise fl.error
         finally:
             master._inflight.pop(step_id, None)
+            if pushed_from and fl.error is None:
+                local.forget_step(step_id)
         if stats is not None:
             for ps in part_stats:
                 stats.extend(ps or ())

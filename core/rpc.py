@@ -42,7 +42,7 @@ METHODS = (
     "Master/Placement", "Master/CloseSession", "Master/ListDevices", "Master/Reset",
     "Master/Shutdown",
     "Worker/GetStatus", "Worker/RegisterGraph", "Worker/DeregisterGraph",
-    "Worker/RunGraph", "Worker/RecvTensor", "Worker/AbortStep",
+    "Worker/RunGraph", "Worker/RecvTensor", "Worker/RecvTensors", "Worker/AbortStep",
     "Worker/CleanupSession", "Worker/Reset", "Worker/Shutdown",
 )
 
@@ -215,6 +215,7 @@ class ServiceHandler:
             "Worker/DeregisterGraph": (pb.DeregisterGraphRequest, self._deregister_graph),
             "Worker/RunGraph": (pb.RunGraphRequest, self._run_graph),
             "Worker/RecvTensor": (pb.RecvTensorRequest, self._recv_tensor),
+            "Worker/RecvTensors": (pb.RecvTensorsRequest, self._recv_tensors),
             "Worker/AbortStep": (pb.AbortStepRequest, self._abort_step),
             "Worker/CleanupSession": (pb.CleanupSessionRequest, self._cleanup_session),
             "Worker/Reset": (pb.ResetRequest, self._worker_reset),
@@ -353,19 +354,31 @@ class ServiceHandler:
             args[i] = t
         stats: list[NodeStat] | None = [] if req.trace else None
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
-        out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout)
+        if req.push_job:
+            pushed: list[tuple[str, Any]] = []
+            out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout,
+                              push_to=(req.push_job, int(req.push_task)), pushed=pushed)
+        else:
+            pushed = []
+            out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout)
         positions = w.fetch_positions(req.graph_handle)
         resp = pb.RunGraphResponse()
         resp.fetch_position.extend(positions)
         if stats:
             _stats_to_proto(stats, resp.stats)
         resp.clock = time.perf_counter()
-        return resp, [out[p] for p in positions]
+        resp.pushed_key.extend(k for k, _ in pushed)
+        return resp, [out[p] for p in positions] + [v for _, v in pushed]
 
     def _recv_tensor(self, req: Any, _t: list[Any]) -> Any:
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
         value = self.worker.recv_tensor(req.step_id, req.key, timeout)
         return pb.RecvTensorResponse(), [value]
+
+    def _recv_tensors(self, req: Any, _t: list[Any]) -> Any:
+        timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
+        got = self.worker.recv_tensors(req.step_id, list(req.key), timeout)
+        return pb.RecvTensorsResponse(index=[i for i, _ in got]), [v for _, v in got]
 
     def _abort_step(self, req: Any, _t: list[Any]) -> Any:
         err = status_error(req.status) if req.status.code else errors.AbortedError(
@@ -535,21 +548,33 @@ class WorkerClient(_Client):
 
     def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
-                  timeout: float | None = None) -> list[Any]:
+                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
+                  pushed: list[tuple[str, Any]] | None = None) -> list[Any]:
         """Run a registered graph; returns a list of the step's fetch count with this
-        worker's fetches at their positions."""
+        worker's fetches at their positions. With ``push_to`` (a task), every tensor
+        the step sent to that task comes back in the reply and is appended to
+        ``pushed`` as ``(rendezvous key, value)``."""
         idx = self._args.get(graph_handle, ())
         req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                  trace=stats is not None,
                                  timeout_in_ms=int(timeout * 1000) if timeout else 0)
         req.arg_index.extend(idx)
+        if push_to is not None:
+            req.push_job, req.push_task = push_to
         t0 = time.perf_counter()
         resp, values = self.call("Worker/RunGraph", req, pb.RunGraphResponse,
                                  [args[i] for i in idx])
-        n = max(resp.fetch_position) + 1 if len(resp.fetch_position) else 0
+        nf = len(resp.fetch_position)
+        if len(values) != nf + len(resp.pushed_key):
+            raise errors.InternalError(None, None, f"RunGraph on {self.target}: got "
+                                       f"{len(values)} tensors for {nf} fetches and "
+                                       f"{len(resp.pushed_key)} pushed tensors")
+        n = max(resp.fetch_position) + 1 if nf else 0
         out: list[Any] = [None] * n
         for p, v in zip(resp.fetch_position, values):
             out[p] = v
+        if pushed is not None:
+            pushed.extend(zip(resp.pushed_key, values[nf:]))
         if stats is not None and len(resp.stats):
             t1 = time.perf_counter()
             stats.extend(_stats_from_proto(resp.stats, (t0 + t1) / 2 - resp.clock))
@@ -564,6 +589,22 @@ class WorkerClient(_Client):
             raise errors.InternalError(None, None, f"RecvTensor {key}: got {len(values)} "
                                        "tensors")
         return values[0]
+
+    def recv_tensors(self, step_id: int, keys: Sequence[str],
+                     timeout: float | None = None) -> list[tuple[int, Any]]:
+        """Pull several tensors of a step in one call: ``[(index in keys, value)]`` for
+        every key sent by the time the first one was (at least one); ask again for the
+        others."""
+        req = pb.RecvTensorsRequest(step_id=step_id, key=list(keys),
+                                    timeout_in_ms=int(timeout * 1000) if timeout else 0)
+        resp, values = self.call("Worker/RecvTensors", req, pb.RecvTensorsResponse,
+                                 timeout=None if timeout is None else timeout + 5.0)
+        if len(values) != len(resp.index) or not values or \
+                any(not 0 <= i < len(keys) for i in resp.index):
+            raise errors.InternalError(None, None, f"RecvTensors on {self.target}: a bad "
+                                       f"reply ({len(values)} tensors, indices "
+                                       f"{list(resp.index)[:8]} for {len(keys)} keys)")
+        return list(zip(resp.index, values))
 
     def abort_step(self, step_id: int, error: BaseException) -> None:
         st = pb.Status(code=getattr(error, "error_code", errors.ABORTED),

@@ -61,68 +61,107 @@ _HOST = _HostSource()
 class _WorkerRendezvous:
     """A step's rendezvous on a worker of a cluster: sends stay local (the receiving
     task pulls them); a receive whose sender is on another task pulls the tensor from
-    that task's worker (RecvTensor). Aborting the step fails the pulls still waiting at
-    once (their late answers are dropped), so a silent sender cannot hold the step."""
+    that task's worker. Receives from one task are batched: the first one of a burst
+    schedules a pull on the pool, the keys that arrive before it runs join it, and one
+    ``recv_tensors`` call fetches whatever of them is ready (at least one); the rest are
+    asked for again. A pull in flight never holds keys that arrived after it started,
+    so a tensor sent only once another was received still arrives. Tensors from a task
+    in ``pushed`` come with that task's RunGraph reply (the master puts them in the
+    local rendezvous): they are waited for locally. Aborting the step fails the pulls
+    still waiting at once (their late answers are dropped), so a silent sender cannot
+    hold the step."""
 
-    __slots__ = ("worker", "step_id", "local", "timeout", "_pending", "_error", "_lock")
+    __slots__ = ("worker", "step_id", "local", "timeout", "pushed", "_pending", "_error",
+                 "_lock", "_batches", "_seq")
 
     def __init__(self, worker: "Worker", step_id: int, local: Rendezvous,
-                 timeout: float | None):
+                 timeout: float | None, pushed: frozenset[tuple[str, int]] = frozenset()):
         self.worker, self.step_id, self.local = worker, step_id, local
         self.timeout = timeout
+        self.pushed = pushed
         self._pending: dict[int, Any] = {}
         self._error: BaseException | None = None
         self._lock = threading.Lock()
+        # per sending task: [keys waiting for a pull, whether a pull is scheduled]
+        self._batches: dict[tuple[str, int], list[Any]] = {}
+        self._seq = itertools.count()
 
     def send(self, key: str, value: Any) -> None:
         self.local.send(key, value)
 
     def recv_async(self, key: str, callback: Any) -> None:
         w = self.worker
-        src = key.partition(";")[0]
-        task = w._task_of(src)
-        if task is None or task == (w.job, w.task):
+        task = w._task_of(key.partition(";")[0])
+        if task is None or task == (w.job, w.task) or task in self.pushed:
             self.local.recv_async(key, callback)
             return
-        step_id, timeout = self.step_id, self.timeout
         with self._lock:
             err = self._error
             if err is None:
-                token = object()
-                self._pending[id(token)] = callback
+                token = next(self._seq)
+                self._pending[token] = callback
+                b = self._batches.get(task)
+                if b is None:
+                    b = self._batches[task] = [[], False]
+                b[0].append((key, token))
+                start = not b[1]
+                b[1] = True
         if err is not None:
             callback(None, err)
-            return
+        elif start:
+            _partition_pool().submit(self._pull, task)
 
-        def finish(item: Any, error: BaseException | None) -> None:
-            with self._lock:
-                cb = self._pending.pop(id(token), None)
-            if cb is not None:  # else the step was aborted and the callback fired
-                cb(item, error)
+    def _finish(self, token: int, item: Any, error: BaseException | None) -> None:
+        with self._lock:
+            cb = self._pending.pop(token, None)
+        if cb is not None:  # else the step was aborted and the callback fired
+            cb(item, error)
 
-        def pull() -> None:
-            client = None
+    def _pull(self, task: tuple[str, int]) -> None:
+        """Pull the keys waiting on ``task`` (and re-ask for those not ready yet)."""
+        w = self.worker
+        with self._lock:
+            b = self._batches[task]
+            batch, b[0], b[1] = b[0], [], False
+        client = None
+        while batch:
             try:
-                client = w.resolver(*task)
-                value = client.recv_tensor(step_id, key, timeout or RECV_TIMEOUT)
-            except (errors.UnavailableError, errors.DeadlineExceededError) as e:
-                # the sending task is gone or silent: say which one
-                where = getattr(client, "target", "")
-                finish(None, type(e)(None, None, f"task /job:{task[0]}/replica:0/task:"
-                                     f"{task[1]}" + (f" at {where}" if where else "") +
-                                     f": {e.message}"))
+                client = client or w.resolver(*task)
+                got = client.recv_tensors(self.step_id, [k for k, _ in batch],
+                                          self.timeout or RECV_TIMEOUT)
+            except Exception as e:  # noqa: BLE001 - every failure is the step's
+                err = self._pull_error(e, task, client, batch[0][0])
+                for _, token in batch:
+                    self._finish(token, None, err)
                 return
-            except errors.OpError as e:
-                finish(None, e)
-                return
-            except Exception as e:  # noqa: BLE001 - a transport failure is the step's
-                finish(None, errors.UnavailableError(
-                    None, None, f"receiving {key} from /job:{task[0]}/replica:0/task:"
-                    f"{task[1]} failed: {type(e).__name__}: {e}"))
-                return
-            finish((value, _HOST), None)
+            done = set()
+            for i, value in got:
+                if i not in done:
+                    done.add(i)
+                    self._finish(batch[i][1], (value, _HOST), None)
+            rest = [kt for i, kt in enumerate(batch) if i not in done]
+            with self._lock:
+                if self._error is not None:
+                    return  # aborted: every waiting callback has fired
+                b = self._batches[task]
+                if rest and b[1]:  # a pull is scheduled and has not started: it takes them
+                    b[0][:0] = rest
+                    rest = []
+            batch = rest
 
-        _partition_pool().submit(pull)
+    @staticmethod
+    def _pull_error(e: BaseException, task: tuple[str, int], client: Any,
+                    key: str) -> BaseException:
+        where = f"/job:{task[0]}/replica:0/task:{task[1]}"
+        if isinstance(e, (errors.UnavailableError, errors.DeadlineExceededError)):
+            # the sending task is gone or silent: say which one
+            target = getattr(client, "target", "")
+            return type(e)(None, None, f"task {where}" + (f" at {target}" if target else "")
+                           + f": {e.message}")
+        if isinstance(e, errors.OpError):
+            return e
+        return errors.UnavailableError(None, None, f"receiving {key} from {where} failed: "
+                                       f"{type(e).__name__}: {e}")
 
     def abort(self, error: BaseException) -> None:
         with self._lock:
@@ -132,6 +171,34 @@ class _WorkerRendezvous:
         self.local.abort(error)
         for cb in pending:
             cb(None, error)
+
+
+def _withdraw(r: Rendezvous, keys: Sequence[str], callbacks: Sequence[Any]) -> set[int]:
+    """Take back the receive callbacks still waiting in ``r`` (so that later sends stay
+    in the mailbox); returns the indices of those a send (or an abort) already took."""
+    taken = set()
+    with r._lock:
+        for i, (k, cb) in enumerate(zip(keys, callbacks)):
+            q = r._waiters.get(k)
+            if q is not None and any(x is cb for x in q):
+                q.remove(cb)
+                if not q:
+                    del r._waiters[k]
+            else:
+                taken.add(i)
+    return taken
+
+
+def _take_sent_to(r: Rendezvous, worker: "Worker", task: tuple[str, int]
+                  ) -> list[tuple[str, Any]]:
+    """Remove from ``r`` every tensor sent to a device of ``task``:
+    ``[(key, host value or DEAD)]``."""
+    out: list[tuple[str, Any]] = []
+    with r._lock:
+        for key in [k for k in r._values if worker._task_of(k.split(";", 3)[2]) == task]:
+            for value, src in r._values.pop(key):
+                out.append((key, value if value is DEAD else src.to_host(value)))
+    return out
 
 
 _PARTITION_POOL: list[Any] = []
@@ -294,15 +361,25 @@ class Worker:
 
     def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
-                  timeout: float | None = None) -> list[Any]:
-        """Run a registered partition for one step."""
+                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
+                  pushed: list[tuple[str, Any]] | None = None,
+                  pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
+        """Run a registered partition for one step.
+
+        In a cluster, ``push_to`` (a task) makes the tensors this step sent to that task
+        leave with the result: they are appended to ``pushed`` as ``(key, value)``
+        instead of waiting to be pulled. ``pushed_from`` names the tasks whose tensors
+        for this step will be pushed to this worker (:meth:`accept_pushed`): its
+        receives from them wait locally."""
         reg = self._graphs.get(graph_handle)
         if reg is None:
             raise errors.AbortedError(None, None, f"graph handle {graph_handle} is not "
                                       f"registered on /job:{self.job}/replica:0/task:"
                                       f"{self.task} (was the worker restarted?)")
         if rendezvous is None and self.resolver is not None and reg.transfers:
-            return self._run_in_cluster(reg, step_id, args, stats, timeout)
+            return self._run_in_cluster(reg, step_id, args, stats, timeout,
+                                        push_to if pushed is not None else None, pushed,
+                                        pushed_from)
         ex = reg.executor
         if ex is None:
             return self._run_partitions(reg, step_id, args, stats, rendezvous, timeout)
@@ -348,28 +425,35 @@ class Worker:
                 self.rendezvous_mgr._table.pop(step_id, None)
 
     def _run_in_cluster(self, reg: _Registered, step_id: int, args: Sequence[Any],
-                        stats: list[NodeStat] | None, timeout: float | None) -> list[Any]:
+                        stats: list[NodeStat] | None, timeout: float | None,
+                        push_to: tuple[str, int] | None = None,
+                        pushed: list[tuple[str, Any]] | None = None,
+                        pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
         local = self._step_rendezvous(step_id)
-        rdv = _WorkerRendezvous(self, step_id, local, timeout)
+        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from)
         with self._lock:
             self._running_steps[step_id] = self._running_steps.get(step_id, 0) + 1
         try:
             if reg.executor is None:
-                return self._run_partitions(reg, step_id, args, stats, rdv, timeout)
-            ex = reg.executor
-            step = StepContext(step_id, rdv, ex.session_state, self.runtime)
-            step.on_abort(rdv.abort)
-            self._track(reg.session, step_id, step)
-            try:
-                vals = ex.run(args, step, stats, timeout)
-            finally:
-                self._untrack(reg.session, step_id, step)
-            positions = reg.parts[0][1]
-            if len(positions) == reg.n_fetches and positions == reg.positions:
-                return vals
-            out: list[Any] = [None] * reg.n_fetches
-            for pos, v in zip(positions, vals):
-                out[pos] = v
+                out = self._run_partitions(reg, step_id, args, stats, rdv, timeout)
+            else:
+                ex = reg.executor
+                step = StepContext(step_id, rdv, ex.session_state, self.runtime)
+                step.on_abort(rdv.abort)
+                self._track(reg.session, step_id, step)
+                try:
+                    vals = ex.run(args, step, stats, timeout)
+                finally:
+                    self._untrack(reg.session, step_id, step)
+                positions = reg.parts[0][1]
+                if len(positions) == reg.n_fetches and positions == reg.positions:
+                    out = vals
+                else:
+                    out = [None] * reg.n_fetches
+                    for pos, v in zip(positions, vals):
+                        out[pos] = v
+            if push_to is not None and pushed is not None:
+                pushed.extend(_take_sent_to(local, self, push_to))
             return out
         finally:
             with self._lock:
@@ -418,6 +502,66 @@ class Worker:
         if value is DEAD:
             return DEAD
         return src.to_host(value)
+
+    def recv_tensors(self, step_id: int, keys: Sequence[str],
+                     timeout: float | None = None) -> list[tuple[int, Any]]:
+        """Several tensors this task sent in step ``step_id``: waits until at least one
+        of ``keys`` was sent, then returns ``[(index in keys, host value or DEAD)]`` for
+        every key sent by then; the others stay for a later call."""
+        r = self._step_rendezvous(step_id)
+        cond = threading.Condition()
+        got: dict[int, tuple[Any, BaseException | None]] = {}
+
+        def waiter(i: int) -> Any:
+            def arrived(item: Any, err: BaseException | None) -> None:
+                with cond:
+                    got[i] = (item, err)
+                    cond.notify_all()
+            return arrived
+
+        callbacks = [waiter(i) for i in range(len(keys))]
+        for k, cb in zip(keys, callbacks):
+            r.recv_async(k, cb)
+        with cond:
+            cond.wait_for(lambda: got, RECV_TIMEOUT if timeout is None else timeout)
+        taken = _withdraw(r, keys, callbacks)
+        with cond:  # a callback a send just took is about to run: wait for it
+            complete = cond.wait_for(lambda: taken <= got.keys(), 10.0)
+        self._release_step(step_id)
+        if not complete:
+            raise errors.InternalError(None, None, f"/job:{self.job}/replica:0/task:"
+                                       f"{self.task}: a receive of step {step_id:x} "
+                                       "never completed")
+        if not taken:
+            raise errors.DeadlineExceededError(
+                None, None, f"/job:{self.job}/replica:0/task:{self.task}: none of the "
+                f"tensors {list(keys)[:3]} of step {step_id:x} was sent within {timeout} s")
+        out = []
+        for i in sorted(taken):
+            item, err = got[i]
+            if err is not None:
+                raise err
+            value, src = item
+            out.append((i, value if value is DEAD else src.to_host(value)))
+        return out
+
+    def accept_pushed(self, step_id: int, items: Sequence[tuple[str, Any]]) -> None:
+        """Put tensors another task pushed for step ``step_id`` (``(key, host value)``
+        pairs from its RunGraph reply) into this task's rendezvous of the step, where
+        its receives find them. Does nothing once the step was aborted here."""
+        try:
+            r = self._step_rendezvous(step_id)
+            for key, value in items:
+                r.send(key, (value, _HOST))
+        except errors.OpError:
+            pass  # the step failed: its receives already have their error
+
+    def forget_step(self, step_id: int) -> None:
+        """Drop what is left of a finished step's rendezvous on this task (values
+        pushed for receives that never ran, e.g. on an untaken branch)."""
+        with self._lock:
+            if not self._running_steps.get(step_id):
+                self.rendezvous_mgr._table.pop(step_id, None)
 
     def abort_step(self, step_id: int, error: BaseException) -> None:
         """Abort one step on this task: its rendezvous and every partition running it."""

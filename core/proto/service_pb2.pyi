@@ -254,28 +254,34 @@ class DeregisterGraphRequest(_message.Message):
     def __init__(self, graph_handle: _Optional[str] = ...) -> None: ...
 
 class RunGraphRequest(_message.Message):
-    __slots__ = ("graph_handle", "step_id", "arg_index", "trace", "timeout_in_ms")
+    __slots__ = ("graph_handle", "step_id", "arg_index", "trace", "timeout_in_ms", "push_job", "push_task")
     GRAPH_HANDLE_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     ARG_INDEX_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_IN_MS_FIELD_NUMBER: _ClassVar[int]
+    PUSH_JOB_FIELD_NUMBER: _ClassVar[int]
+    PUSH_TASK_FIELD_NUMBER: _ClassVar[int]
     graph_handle: str
     step_id: int
     arg_index: _containers.RepeatedScalarFieldContainer[int]
     trace: bool
     timeout_in_ms: int
-    def __init__(self, graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., arg_index: _Optional[_Iterable[int]] = ..., trace: _Optional[bool] = ..., timeout_in_ms: _Optional[int] = ...) -> None: ...
+    push_job: str
+    push_task: int
+    def __init__(self, graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., arg_index: _Optional[_Iterable[int]] = ..., trace: _Optional[bool] = ..., timeout_in_ms: _Optional[int] = ..., push_job: _Optional[str] = ..., push_task: _Optional[int] = ...) -> None: ...
 
 class RunGraphResponse(_message.Message):
-    __slots__ = ("fetch_position", "stats", "clock")
+    __slots__ = ("fetch_position", "stats", "clock", "pushed_key")
     FETCH_POSITION_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     CLOCK_FIELD_NUMBER: _ClassVar[int]
+    PUSHED_KEY_FIELD_NUMBER: _ClassVar[int]
     fetch_position: _containers.RepeatedScalarFieldContainer[int]
     stats: _containers.RepeatedCompositeFieldContainer[NodeStatProto]
     clock: float
-    def __init__(self, fetch_position: _Optional[_Iterable[int]] = ..., stats: _Optional[_Iterable[_Union[NodeStatProto, _Mapping]]] = ..., clock: _Optional[float] = ...) -> None: ...
+    pushed_key: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, fetch_position: _Optional[_Iterable[int]] = ..., stats: _Optional[_Iterable[_Union[NodeStatProto, _Mapping]]] = ..., clock: _Optional[float] = ..., pushed_key: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RecvTensorRequest(_message.Message):
     __slots__ = ("step_id", "key", "timeout_in_ms")
@@ -290,6 +296,22 @@ class RecvTensorRequest(_message.Message):
 class RecvTensorResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class RecvTensorsRequest(_message.Message):
+    __slots__ = ("step_id", "key", "timeout_in_ms")
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_IN_MS_FIELD_NUMBER: _ClassVar[int]
+    step_id: int
+    key: _containers.RepeatedScalarFieldContainer[str]
+    timeout_in_ms: int
+    def __init__(self, step_id: _Optional[int] = ..., key: _Optional[_Iterable[str]] = ..., timeout_in_ms: _Optional[int] = ...) -> None: ...
+
+class RecvTensorsResponse(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, index: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AbortStepRequest(_message.Message):
     __slots__ = ("step_id", "session_handle", "status")
