@@ -131,6 +131,7 @@ def run_worker(a: argparse.Namespace, cluster: dict[str, list[str]], task: int,
         ckpt_dir = a.checkpoint_dir if is_chief else None
         trace: list[list[int]] = []  # the chief's [latest checkpoint step, global step]
         local_steps, t0, sess = 0, time.perf_counter(), None
+        first = last = (t0, 0)
         log(f"worker {task}{' (chief)' if is_chief else ''}: training on {target}, "
             f"{a.mode} mode, until global step {a.steps}")
         with tf.train.MonitoredTrainingSession(
@@ -143,6 +144,12 @@ def run_worker(a: argparse.Namespace, cluster: dict[str, list[str]], task: int,
                 _, step, loss = sess.run([m["train"], m["global_step"], m["loss"]],
                                          {m["x"]: xs[idx], m["y"]: ys[idx]})
                 local_steps += 1
+                # the training rate: global steps between this worker's first and last
+                # step (session creation and shutdown are not training)
+                now = time.perf_counter()
+                if local_steps == 1:
+                    first = (now, int(step))
+                last = (now, int(step))
                 if a.trace and ckpt_dir:
                     latest = tf.train.latest_checkpoint(ckpt_dir)
                     trace.append([int(latest.rsplit("-", 1)[1]) if latest else -1,
@@ -171,6 +178,8 @@ def run_worker(a: argparse.Namespace, cluster: dict[str, list[str]], task: int,
     return {"task": task, "local_steps": local_steps, "global_step": int(final_step),
             "loss": float(final_loss), "accuracy": float(accuracy), "wall_s": wall,
             "steps_per_s": local_steps / wall if wall > 0 else 0.0,
+            "train_rate": ((last[1] - first[1]) / (last[0] - first[0])
+                           if local_steps > 1 and last[0] > first[0] else 0.0),
             "recoveries": int(recoveries), "trace": trace}
 
 
