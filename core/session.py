@@ -17,6 +17,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import errors
+from .device_spec import DeviceSpec
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .resources import VarRef
 from .transport import parse_target
@@ -224,8 +225,19 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
 
     def list_devices(self) -> list[Any]:
-        """The devices this session can use (``_DeviceAttributes``-like records)."""
-        return [_DeviceAttributes(*d) for d in self._master.list_devices()]
+        """The devices this session can use (``_DeviceAttributes``-like records): those
+        of the tasks its ``ConfigProto.device_filters`` admit."""
+        devices = self._master.list_devices()
+        filters = list(self._config.device_filters) if self._config is not None else []
+        if filters:
+            from .master import _matches
+
+            def task_of(name: str) -> tuple[str, int]:
+                sp = DeviceSpec.from_string(name)
+                return sp.job or "", sp.task if sp.task is not None else 0
+
+            devices = [d for d in devices if _matches(filters, *task_of(d[0]))]
+        return [_DeviceAttributes(*d) for d in devices]
 
     def as_default(self) -> _DefaultSession:
         """``with sess.as_default():`` makes this the default session (and its graph the

@@ -173,3 +173,23 @@ def test_session_on_unknown_inproc_name_runs_privately():
     with tf.Session(f"inproc://{ft.cluster_addresses('inproc', {'x': 1})['x'][0]}",
                     graph=g) as sess:
         np.testing.assert_array_equal(sess.run(c), [2, 4])
+
+
+def test_list_devices_follows_device_filters():
+    spec = tf.train.ClusterSpec({"ps": ["ldf-ps"], "worker": ["ldf-w0", "ldf-w1"]})
+    servers = [Server(spec, "ps", 0, protocol="inproc"),
+               Server(spec, "worker", 0, protocol="inproc"),
+               Server(spec, "worker", 1, protocol="inproc")]
+    try:
+        g = tf.Graph()
+        with g.as_default():
+            tf.constant(1)
+        cfg = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])
+        with tf.Session(servers[1].target, graph=g, config=cfg) as sess:
+            tasks = {d.name.split("/device:")[0] for d in sess.list_devices()}
+        assert tasks == {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}
+        with tf.Session(servers[1].target, graph=g) as sess:
+            assert len({d.name.split("/device:")[0] for d in sess.list_devices()}) == 3
+    finally:
+        for s in servers:
+            s.stop()

@@ -228,16 +228,16 @@ def _sync_run(cluster, chief_args=(), worker_args=(), kill_after: int = 0):
     return chief, other, time.monotonic() - t0, c.output("worker0")
 
 
-def test_sync_slow_worker_holds_the_step_back(cluster):
-    # without backup workers each step needs the slow worker's gradient: it holds one of
-    # the step's two tokens, so the chief waits for it
-    # (the lost-worker watchdog must not mistake the slow worker for a lost one on a
-    # loaded machine: a long timeout here)
+def test_sync_slow_worker_does_not_stall_the_step(cluster):
+    # tokens are not tied to workers: while the slow worker sleeps, the chief takes the
+    # tokens it has not claimed and supplies the step's gradients; every step still
+    # aggregates two fresh gradients, and the slow one's late gradients are dropped
+    # (the lost-worker watchdog is given a long timeout so it plays no part)
     chief, slow, wall, _ = _sync_run(cluster, chief_args=["--lost-worker-secs", "30"],
                                      worker_args=["--sleep", "0.3"])
     assert wall < WAIT_S
     assert chief["global_step"] == slow["global_step"] == 40
-    assert slow["local_steps"] >= 30  # it took part in (nearly) every step
+    assert slow["local_steps"] >= 1
     assert chief["local_steps"] + slow["local_steps"] >= 2 * 40 - 1
 
 

@@ -11,10 +11,12 @@ accumulator drops them.
 
 What happens when a worker misbehaves (docs/training.md has the long form):
 
-- *a slow worker*: the step waits for ``replicas_to_aggregate`` fresh gradients, and a
-  slow worker holds one of the step's tokens, so the step waits for it. With backup
-  workers (``total_num_replicas > replicas_to_aggregate``) the fastest ones make the
-  step and the slow one's late gradient is dropped as stale;
+- *a slow worker*: every step aggregates ``replicas_to_aggregate`` fresh gradients, but
+  tokens belong to no worker in particular: while a slow worker computes, the others
+  take the tokens it has not claimed and supply the step's gradients, and its late
+  gradient is dropped as stale. Only a worker already waiting for a token gets one of
+  the next step's; backup workers (``total_num_replicas > replicas_to_aggregate``) add
+  tokens to every step;
 - *a worker that finishes early*: a worker always holds the token of its next step.
   Its hook's ``end()`` puts that token back, so a live worker takes it and computes
   the missing gradient: training continues at the pace of the live workers (TF's
