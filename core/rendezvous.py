@@ -122,6 +122,27 @@ class Rendezvous:
         for cb in waiters:
             cb(None, error)
 
+    def withdraw(self, key: str, callback: RecvCallback) -> bool:
+        """Take back a receive still waiting under ``key`` (a later send then stays in
+        the mailbox); False if a send or an abort already took it."""
+        with self._lock:
+            q = self._waiters.get(key)
+            if q is None or not any(x is callback for x in q):
+                return False
+            q.remove(callback)
+            if not q:
+                del self._waiters[key]
+            return True
+
+    def take_values(self, select: Callable[[str], bool]) -> list[tuple[str, Any]]:
+        """Remove and return every undelivered ``(key, value)`` whose key ``select``
+        accepts."""
+        out: list[tuple[str, Any]] = []
+        with self._lock:
+            for key in [k for k in self._values if select(k)]:
+                out.extend((key, v) for v in self._values.pop(key))
+        return out
+
     def __len__(self) -> int:
         """Entries still held: undelivered values plus waiting receivers."""
         with self._lock:
@@ -143,6 +164,22 @@ class RendezvousMgr:
             if r is None:
                 r = self._table[step_id] = Rendezvous(step_id)
             return r
+
+    def get(self, step_id: int) -> Rendezvous | None:
+        """The step's rendezvous, if it has one."""
+        return self._table.get(step_id)
+
+    def pop(self, step_id: int) -> Rendezvous | None:
+        """Forget the step's rendezvous (without aborting it); returns it."""
+        with self._lock:
+            return self._table.pop(step_id, None)
+
+    def pop_if_empty(self, step_id: int) -> None:
+        """Forget the step's rendezvous if it holds nothing any more."""
+        with self._lock:
+            r = self._table.get(step_id)
+            if r is not None and len(r) == 0:
+                del self._table[step_id]
 
     def cleanup(self, step_id: int) -> None:
         with self._lock:

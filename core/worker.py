@@ -176,29 +176,16 @@ class _WorkerRendezvous:
 def _withdraw(r: Rendezvous, keys: Sequence[str], callbacks: Sequence[Any]) -> set[int]:
     """Take back the receive callbacks still waiting in ``r`` (so that later sends stay
     in the mailbox); returns the indices of those a send (or an abort) already took."""
-    taken = set()
-    with r._lock:
-        for i, (k, cb) in enumerate(zip(keys, callbacks)):
-            q = r._waiters.get(k)
-            if q is not None and any(x is cb for x in q):
-                q.remove(cb)
-                if not q:
-                    del r._waiters[k]
-            else:
-                taken.add(i)
-    return taken
+    return {i for i, (k, cb) in enumerate(zip(keys, callbacks)) if not r.withdraw(k, cb)}
 
 
 def _take_sent_to(r: Rendezvous, worker: "Worker", task: tuple[str, int]
                   ) -> list[tuple[str, Any]]:
     """Remove from ``r`` every tensor sent to a device of ``task``:
     ``[(key, host value or DEAD)]``."""
-    out: list[tuple[str, Any]] = []
-    with r._lock:
-        for key in [k for k in r._values if worker._task_of(k.split(";", 3)[2]) == task]:
-            for value, src in r._values.pop(key):
-                out.append((key, value if value is DEAD else src.to_host(value)))
-    return out
+    taken = r.take_values(lambda k: worker._task_of(k.split(";", 3)[2]) == task)
+    return [(key, value if value is DEAD else src.to_host(value))
+            for key, (value, src) in taken]
 
 
 _PARTITION_POOL: list[Any] = []
@@ -420,9 +407,7 @@ class Worker:
         with self._lock:
             if self._running_steps.get(step_id):
                 return
-            r = self.rendezvous_mgr._table.get(step_id)
-            if r is not None and len(r) == 0:
-                self.rendezvous_mgr._table.pop(step_id, None)
+            self.rendezvous_mgr.pop_if_empty(step_id)
 
     def _run_in_cluster(self, reg: _Registered, step_id: int, args: Sequence[Any],
                         stats: list[NodeStat] | None, timeout: float | None,
@@ -561,12 +546,12 @@ class Worker:
         pushed for receives that never ran, e.g. on an untaken branch)."""
         with self._lock:
             if not self._running_steps.get(step_id):
-                self.rendezvous_mgr._table.pop(step_id, None)
+                self.rendezvous_mgr.pop(step_id)
 
     def abort_step(self, step_id: int, error: BaseException) -> None:
         """Abort one step on this task: its rendezvous and every partition running it."""
         with self._lock:
-            r = self.rendezvous_mgr._table.pop(step_id, None)
+            r = self.rendezvous_mgr.pop(step_id)
             steps = list(self._step_ctx.get(step_id, ()))
             self._aborted[step_id] = error
             while len(self._aborted) > 1024:  # remember the recent ones only
