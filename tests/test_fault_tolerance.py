@@ -258,9 +258,12 @@ def test_sync_worker_that_finishes_early(cluster):
     chief, early, wall, out = _sync_run(cluster, worker_args=["--max-local-steps", "5"])
     assert "a worker was lost" not in out  # it gave its token back when it left
     assert wall < WAIT_S
-    assert early["local_steps"] == 5 and early["global_step"] <= 40
+    # (its fifth run may find the chief already finished: the run ends the loop with
+    # OutOfRangeError, quietly)
+    assert 1 <= early["local_steps"] <= 5 and early["global_step"] <= 40
     assert chief["global_step"] == 40
-    assert chief["local_steps"] >= 2 * 40 - 5 - 1  # it made up for the missing worker
+    # the chief made up for the missing worker's gradients
+    assert chief["local_steps"] >= 2 * 40 - early["local_steps"] - 1
     assert chief["accuracy"] > 0.8
 
 
