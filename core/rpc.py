@@ -47,6 +47,10 @@ METHODS = (
 )
 
 
+#: the most feeds one step may have (a bound on indices that arrive from the network)
+_MAX_FEEDS = 1 << 20
+
+
 # -- tensors --------------------------------------------------------------------------
 def encode_tensor(value: Any, metas: Any, buffers: list[Any]) -> None:
     """Append ``value`` (an array, a numpy scalar or the DEAD marker) to an envelope's
@@ -347,6 +351,10 @@ class ServiceHandler:
             raise errors.InvalidArgumentError(None, None, "RunGraph: arg_index and tensors "
                                               "differ in length")
         n = max(req.arg_index) + 1 if len(req.arg_index) else 0
+        if n > _MAX_FEEDS:  # an index from the network sizes a list: bound it
+            raise errors.InvalidArgumentError(None, None, f"RunGraph: arg index {n - 1} "
+                                              f"is out of range (at most {_MAX_FEEDS} "
+                                              "feeds)")
         args: list[Any] = [None] * n
         for i, t in zip(req.arg_index, tensors):
             if i < 0:

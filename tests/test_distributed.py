@@ -193,3 +193,23 @@ def test_list_devices_follows_device_filters():
     finally:
         for s in servers:
             s.stop()
+
+
+def test_a_huge_feed_index_from_the_network_is_refused():
+    """RunGraph's feed indices come from the network: one that would size a huge list
+    is an InvalidArgumentError reply, not an allocation."""
+    import numpy as np
+
+    from flowrt import errors
+    from flowrt.proto import service_pb2 as pb
+    from flowrt.rpc import ServiceHandler, pack, unpack
+    from flowrt.runtime import default_runtime
+    from flowrt.worker import Worker
+
+    handler = ServiceHandler(None, Worker(default_runtime()))
+    req = pb.RunGraphRequest(graph_handle="g1", step_id=1)
+    req.arg_index.append(1 << 30)
+    header, buffers = pack(req, [np.float32(1.0)])
+    reply, rbuf = handler("Worker/RunGraph", header, buffers)
+    with pytest.raises(errors.InvalidArgumentError, match="out of range"):
+        unpack(reply, rbuf, pb.RunGraphResponse)
