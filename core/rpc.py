@@ -337,6 +337,12 @@ class ServiceHandler:
             parts.append(p)
         if not parts:
             raise errors.InvalidArgumentError(None, None, "RegisterGraph with no partition")
+        positions = [q for p in parts for q in p.fetch_positions]
+        if not 0 <= req.n_fetches <= _MAX_FEEDS or \
+                any(not 0 <= q < req.n_fetches for q in positions):
+            raise errors.InvalidArgumentError(
+                None, None, f"RegisterGraph: {req.n_fetches} fetches, positions "
+                f"{sorted(positions)[:5]}...: out of range")
         h = w.register_partitions(req.session_handle, parts, int(req.n_fetches),
                                   int(req.inter_op_threads))
         return pb.RegisterGraphResponse(graph_handle=h)
