@@ -29,8 +29,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "cpu": "flowrt.plugins.devices.cpu",
     "cuda": "flowrt.plugins.devices.cuda",
     "inproc": "flowrt.plugins.transports.inproc",
-    "grpc": "flowrt.plugins.transports.grpc",
-    "zmq": "flowrt.plugins.transports.zmq",
+    "grpc": "flowrt.plugins.transports.grpc_plugin",
+    "zmq": "flowrt.plugins.transports.zmq_plugin",
     "standard": "flowrt.plugins.kernels.standard",
 }
 

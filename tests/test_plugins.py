@@ -627,3 +627,22 @@ def test_loading_plugins_does_not_shadow_flowrt_names() -> None:
         with tf.device("/cpu:0"):
             c = tf.constant(1.0)
     assert c.device == "/device:CPU:0" and g is c.graph
+
+
+def test_in_process_sessions_never_load_grpc_or_zmq():
+    """The grpc and zmq transports load their libraries only when a runtime first needs
+    its transports (a grpc:// or zmq:// target, a server, `flowrt plugins`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, flowrt as tf\n"
+            "x = tf.constant(2.0) * 3.0\n"
+            "with tf.Session() as s:\n"
+            "    assert s.run(x) == 6.0\n"
+            "assert 'grpc' not in sys.modules and 'zmq' not in sys.modules, 'loaded'\n"
+            "rt = tf.default_runtime()\n"
+            "assert {'grpc', 'zmq', 'inproc'} <= set(rt.transports)\n"
+            "assert 'grpc' in sys.modules and 'zmq' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

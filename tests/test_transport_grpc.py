@@ -126,7 +126,9 @@ def test_numpy_buffers_of_any_dtype_travel_as_raw_bytes():
 # -- round trips -------------------------------------------------------------------------
 
 def test_plugin_registers_the_grpc_scheme():
-    (t,) = G.flowrt_transports()
+    from flowrt.plugins.transports import grpc_plugin
+
+    (t,) = grpc_plugin.flowrt_transports()
     assert isinstance(t, MessageTransport) and t.scheme == "grpc"
     assert isinstance(Runtime().transport("grpc"), G.GrpcTransport)
 

@@ -85,7 +85,9 @@ def free_port() -> int:
 def test_registered_through_the_hook():
     from flowrt.runtime import Runtime
 
-    (t,) = zt.flowrt_transports()
+    from flowrt.plugins.transports import zmq_plugin
+
+    (t,) = zmq_plugin.flowrt_transports()
     assert isinstance(t, ZmqTransport) and t.scheme == "zmq"
     assert isinstance(Runtime().transport("zmq"), ZmqTransport)
 

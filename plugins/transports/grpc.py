@@ -63,11 +63,9 @@ import grpc.experimental  # noqa: F401  (makes grpc.experimental.ChannelOptions 
 import numpy as np
 
 from flowrt import errors
-from flowrt.hookspecs import hookimpl
 from flowrt.transport import Channel, Handler, MessageTransport, ServerHandle, split_host_port
 
-__all__ = ["GrpcTransport", "GrpcChannel", "GrpcServer", "encode_frame", "decode_frame",
-           "flowrt_transports"]
+__all__ = ["GrpcTransport", "GrpcChannel", "GrpcServer", "encode_frame", "decode_frame"]
 
 _MAGIC, _VERSION = 0xF7, 1
 KIND_MESSAGE, KIND_PENDING = 0, 1
@@ -637,9 +635,3 @@ class GrpcTransport(MessageTransport):
         for sh in shared:
             sh.closed = True
             sh.channel.close()
-
-
-@hookimpl
-def flowrt_transports() -> list[MessageTransport]:
-    """The plugin hook: this module provides the ``grpc`` scheme."""
-    return [GrpcTransport()]

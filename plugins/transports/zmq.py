@@ -73,10 +73,9 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from flowrt import errors
-from flowrt.hookspecs import hookimpl
 from flowrt.transport import Channel, Handler, MessageTransport, ServerHandle, split_host_port
 
-__all__ = ["ZmqTransport", "flowrt_transports"]
+__all__ = ["ZmqTransport"]
 
 _log = logging.getLogger(__name__)
 _ENV = struct.Struct("<2sBBQIHH")
@@ -775,9 +774,3 @@ class ZmqTransport(MessageTransport):
         """A DEALER channel to ``address``; an unreachable peer fails the first call."""
         _tcp_endpoint(address)
         return _Channel(self, address)
-
-
-@hookimpl
-def flowrt_transports() -> list[MessageTransport]:
-    """The ``zmq`` scheme."""
-    return [ZmqTransport()]
