@@ -75,11 +75,14 @@ def _free_ports(k: int) -> list[int]:
 
 
 def _serve(impl: str, cluster: dict[str, list[str]], job: str, task: int, protocol: str,
-           ready: Any) -> None:
-    """A task's process: serve until killed (TF's servers never return from join)."""
+           ready: Any, intra_op: int = 0) -> None:
+    """A task's process: serve until killed (TF's servers never return from join).
+    ``intra_op`` > 0 sets ``ConfigProto.intra_op_parallelism_threads``, the same for
+    both implementations."""
     tf = load(impl)
+    config = tf.ConfigProto(intra_op_parallelism_threads=intra_op) if intra_op else None
     server = tf.train.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=task,
-                             protocol=protocol)
+                             protocol=protocol, config=config)
     ready.put((job, task))
     server.join()
 
@@ -198,14 +201,16 @@ def case_train(ctx: Any, impl: str, cluster: dict[str, list[str]], protocol: str
     return {"steps_per_s": sum(o[1] for o in outs), "final_loss": [o[2] for o in outs]}
 
 
-def run_one(impl: str, protocol: str, cases: list[str], steps: int) -> int:
+def run_one(impl: str, protocol: str, cases: list[str], steps: int,
+            intra_op: int = 1) -> int:
     """Start a ps and two workers of ``impl`` and run ``cases``; one JSON line each."""
     ctx = mp.get_context("spawn")
     ports = _free_ports(3)
     cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
                "worker": [f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[2]}"]}
     ready = ctx.Queue()
-    servers = [ctx.Process(target=_serve, args=(impl, cluster, j, i, protocol, ready),
+    servers = [ctx.Process(target=_serve, args=(impl, cluster, j, i, protocol, ready,
+                                                intra_op),
                            daemon=True) for j, i in (("ps", 0), ("worker", 0), ("worker", 1))]
     try:
         for p in servers:
@@ -234,10 +239,12 @@ def run_one(impl: str, protocol: str, cases: list[str], steps: int) -> int:
 
 
 # -- the driver --------------------------------------------------------------------------------
-def _measure(impl: str, protocol: str, cases: list[str], steps: int) -> dict[str, Any]:
+def _measure(impl: str, protocol: str, cases: list[str], steps: int,
+             intra_op: int = 1) -> dict[str, Any]:
     """Run ``--impl impl --protocol protocol`` in fresh processes; case -> result."""
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--impl", impl,
-                        "--protocol", protocol, "--steps", str(steps), *cases],
+                        "--protocol", protocol, "--steps", str(steps),
+                        "--intra-op-threads", str(intra_op), *cases],
                        capture_output=True, text=True, timeout=600)
     out: dict[str, Any] = {}
     for line in r.stdout.splitlines():
@@ -262,13 +269,13 @@ def _tf_version() -> str:
 
 
 def drive(cases: list[str], protocols: list[str], repeats: int, steps: int,
-          markdown: bool) -> int:
+          markdown: bool, intra_op: int = 1) -> int:
     """Alternate TF (grpc) and flowrt runs ``repeats`` times; print medians and ratios."""
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     combos = [("tf", "grpc")] + [("flowrt", p) for p in protocols]
     for rep in range(repeats):
         for impl, proto in combos:
-            res = _measure(impl, proto, cases, steps)
+            res = _measure(impl, proto, cases, steps, intra_op)
             runs.setdefault((impl, proto), []).append(res)
             if not markdown:
                 print(f"repeat {rep + 1} {impl} {proto}: {json.dumps(res)}", flush=True)
@@ -325,13 +332,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=200, help="train steps per worker")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--intra-op-threads", type=int, default=1,
+                   help="ConfigProto.intra_op_parallelism_threads of every task, for both "
+                   "implementations (default 1: five busy processes share the machine; "
+                   "0 leaves each library's default)")
     a = p.parse_args(argv)
     bad = [c for c in a.cases if c not in CASES]
     if bad:
         p.error(f"unknown case(s) {', '.join(bad)}; choose from {', '.join(CASES)}")
     if a.impl:
-        return run_one(a.impl, a.protocol, a.cases, a.steps)
-    return drive(a.cases, a.protocols.split(","), a.repeats, a.steps, a.markdown)
+        return run_one(a.impl, a.protocol, a.cases, a.steps, a.intra_op_threads)
+    return drive(a.cases, a.protocols.split(","), a.repeats, a.steps, a.markdown,
+                 a.intra_op_threads)
 
 
 if __name__ == "__main__":

@@ -73,9 +73,15 @@ def _cmd_server(args: argparse.Namespace) -> int:
         if job is None:
             raise ValueError("say which task this is: --job and --task (or a \"task\" in "
                              "the FLOWRT_CONFIG JSON)")
+        config = None
+        if args.intra_op_threads is not None:
+            from .proto.config_pb2 import ConfigProto
+
+            config = ConfigProto(intra_op_parallelism_threads=args.intra_op_threads)
         server = Server(cluster, job_name=job, task_index=task or 0,
-                        protocol=args.protocol, health_check_period=args.health_check_period,
-                        start=False)
+                        protocol=args.protocol, config=config,
+                        health_check_period=args.health_check_period, start=False)
+        server.worker.devices  # discover now: the config applies before any step
         if args.max_message_bytes is not None:
             if not hasattr(server.transport, "max_message_bytes"):
                 raise ValueError(f"--max-message-bytes: the {args.protocol} transport has "
@@ -138,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sv.add_argument("--max-message-bytes", type=int, default=None,
                     help="refuse messages larger than this (default: the transport's, "
                     "4 GiB)")
+    sv.add_argument("--intra-op-threads", type=int, default=None, metavar="N",
+                    help="threads numpy's BLAS uses inside one op in this process "
+                    "(ConfigProto.intra_op_parallelism_threads); 1 suits several busy "
+                    "tasks on one machine")
     sv.set_defaults(fn=_cmd_server)
     args = p.parse_args(argv)
     return int(args.fn(args) or 0)

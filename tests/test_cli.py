@@ -101,3 +101,29 @@ def test_unknown_command_exits_nonzero():
     with pytest.raises(SystemExit) as e:
         main(["nope"])
     assert e.value.code != 0
+
+
+def test_intra_op_threads_set_the_blas_thread_count():
+    """ConfigProto.intra_op_parallelism_threads, given to the worker that discovers the
+    CPU devices (a server's config, `flowrt server --intra-op-threads`), sets numpy's
+    BLAS thread count for the process."""
+    code = (
+        "import ctypes, flowrt as tf\n"
+        "from flowrt.plugins.devices.cpu import set_blas_threads\n"
+        "from flowrt.worker import Worker\n"
+        "if not set_blas_threads(2):\n"
+        "    print('no openblas'); raise SystemExit(0)\n"
+        "paths = [l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l.lower()]\n"
+        "lib = ctypes.CDLL(paths[0])\n"
+        "get = next(getattr(lib, n) for n in ('openblas_get_num_threads',\n"
+        "           'scipy_openblas_get_num_threads64_', 'scipy_openblas_get_num_threads',\n"
+        "           'openblas_get_num_threads64_') if hasattr(lib, n))\n"
+        "w = Worker(tf.default_runtime(), 'localhost', 0,\n"
+        "           tf.ConfigProto(intra_op_parallelism_threads=1))\n"
+        "w.devices\n"
+        "assert get() == 1, get()\n"
+        "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() in ("ok", "no openblas")

@@ -2,6 +2,12 @@
 
 ``ConfigProto(device_count={"CPU": n})`` gives ``n`` CPU devices in one process, so
 multi-device placement can be exercised without hardware.
+
+``ConfigProto(intra_op_parallelism_threads=n)`` (n > 0), given to a server or to the
+worker that discovers the devices, sets the number of threads numpy's BLAS uses inside
+one op, for the whole process (as TF's intra-op pool is per process). Several busy tasks
+on one machine want 1: BLAS threads that spin between calls otherwise take the cores
+from the other processes.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import numpy as np
 from flowrt.device import Device, DeviceType
 from flowrt.hookspecs import hookimpl
 
-__all__ = ["CPUDevice", "flowrt_device_types"]
+__all__ = ["CPUDevice", "flowrt_device_types", "set_blas_threads"]
 
 
 class CPUDevice(Device):
@@ -44,7 +50,43 @@ def _host_memory() -> int:
         return 0
 
 
+_BLAS_SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
+                   "scipy_openblas_set_num_threads", "openblas_set_num_threads64_")
+
+
+def set_blas_threads(n: int) -> bool:
+    """Set the thread count of the OpenBLAS library numpy loaded (Linux; the symbol
+    names of plain and numpy-wheel builds). Returns False when no OpenBLAS is found."""
+    import ctypes
+
+    paths: set[str] = set()
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 6 and "openblas" in parts[-1].lower() and \
+                        ".so" in parts[-1]:
+                    paths.add(parts[-1])
+    except OSError:
+        return False
+    done = False
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _BLAS_SET_NAMES:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(int(n))
+                done = True
+                break
+    return done
+
+
 def _discover(config: Any, job: str, task: int) -> list[Device]:
+    if config is not None and getattr(config, "intra_op_parallelism_threads", 0) > 0:
+        set_blas_threads(config.intra_op_parallelism_threads)
     n = 1
     if config is not None:
         dc = getattr(config, "device_count", None)
