@@ -28,7 +28,6 @@ import json
 import multiprocessing as mp
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,18 +59,6 @@ def load(impl: str) -> Any:
     import flowrt
 
     return flowrt
-
-
-def _free_ports(k: int) -> list[int]:
-    socks = []
-    for _ in range(k):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _serve(impl: str, cluster: dict[str, list[str]], job: str, task: int, protocol: str,
@@ -205,7 +192,9 @@ def run_one(impl: str, protocol: str, cases: list[str], steps: int,
             intra_op: int = 1) -> int:
     """Start a ps and two workers of ``impl`` and run ``cases``; one JSON line each."""
     ctx = mp.get_context("spawn")
-    ports = _free_ports(3)
+    from flowrt.testing import free_ports
+
+    ports = free_ports(3)
     cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
                "worker": [f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[2]}"]}
     ready = ctx.Queue()

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -215,18 +214,6 @@ class _Printer:
         return log
 
 
-def _free_ports(k: int) -> list[int]:
-    socks = []
-    for _ in range(k):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def run_demo(steps: int = 200, batch: int = 64, out_dir: str | None = None,
              protocol: str = "inproc", workers: int = 2) -> int:
     """Run the distributed demo; returns its exit status (0: the model learned).
@@ -314,7 +301,9 @@ def _relay(proc: subprocess.Popen, log: Callable[[str], None],
 def _run_processes(steps: int, batch: int, out_dir: str | None, protocol: str,
                    workers: int) -> int:
     """Each server a ``flowrt server`` subprocess, each worker's client a process."""
-    ports = _free_ports(workers + 1)
+    from .testing import free_ports
+
+    ports = free_ports(workers + 1)
     cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
                "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
     env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -191,6 +191,18 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+def _global_step_to_trigger(timer: "SecondOrStepTimer", run_context: "SessionRunContext",
+                            step_tensor: Any, stale_step: Any) -> int | None:
+    """The current global step when ``timer`` should fire after this run, else None.
+
+    ``stale_step`` is the step fetched with the run (it may lag behind other replicas):
+    only when it suggests the timer is due is the current value read."""
+    if not timer.should_trigger_for_step(int(stale_step) + 1):
+        return None
+    global_step = int(run_context.session.run(step_tensor))
+    return global_step if timer.should_trigger_for_step(global_step) else None
+
+
 class CheckpointSaverListener:
     """Called around the saves of a :class:`CheckpointSaverHook`."""
 
@@ -253,13 +265,12 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
-        stale = int(run_values.results)
-        if self._timer.should_trigger_for_step(stale + 1):
-            global_step = int(run_context.session.run(self._global_step_tensor))
-            if self._timer.should_trigger_for_step(global_step):
-                self._timer.update_last_triggered_step(global_step)
-                if self._save(run_context.session, global_step):
-                    run_context.request_stop()
+        global_step = _global_step_to_trigger(self._timer, run_context,
+                                              self._global_step_tensor, run_values.results)
+        if global_step is not None:
+            self._timer.update_last_triggered_step(global_step)
+            if self._save(run_context.session, global_step):
+                run_context.request_stop()
 
     def end(self, session: Any) -> None:
         last_step = int(session.run(self._global_step_tensor))
@@ -422,14 +433,13 @@ class StepCounterHook(SessionRunHook):
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
-        stale = int(run_values.results)
-        if self._timer.should_trigger_for_step(stale + 1):
-            global_step = int(run_context.session.run(self._global_step_tensor))
-            if self._timer.should_trigger_for_step(global_step):
-                secs, steps = self._timer.update_last_triggered_step(global_step)
-                if secs is not None and secs > 0 and steps:
-                    self.last_rate = steps / secs
-                    _log.info("global_step/sec: %g", self.last_rate)
+        global_step = _global_step_to_trigger(self._timer, run_context,
+                                              self._global_step_tensor, run_values.results)
+        if global_step is not None:
+            secs, steps = self._timer.update_last_triggered_step(global_step)
+            if secs is not None and secs > 0 and steps:
+                self.last_rate = steps / secs
+                _log.info("global_step/sec: %g", self.last_rate)
 
 
 class GlobalStepWaiterHook(SessionRunHook):

@@ -45,7 +45,7 @@ __all__ = ["Report", "check_device_type", "check_device", "check_transport",
            "check_kernel_set", "check_graph_pass", "check_plugin", "TRANSPORT_LIVE_CHECKS",
            "KERNEL_KINDS", "run_distributed_conformance", "check_cluster",
            "ClusterConformance", "TaskStarter", "CLUSTER_JOBS", "cluster_addresses",
-           "in_process_task_starter", "free_port", "ServerProcess",
+           "in_process_task_starter", "free_port", "free_ports", "ServerProcess",
            "subprocess_task_starter", "start_server_processes"]
 
 #: The kernel kinds the executor knows (see :class:`~flowrt.op_registry.KernelDef`),
@@ -1156,13 +1156,24 @@ CLUSTER_JOBS: dict[str, int] = {"ps": 1, "worker": 2}
 _PS, _W0, _W1 = "/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago (bind to port 0, then close)."""
+def free_ports(k: int, host: str = "127.0.0.1") -> list[int]:
+    """``k`` distinct TCP ports that were free on ``host`` a moment ago (all bound to
+    port 0 at once, then closed)."""
     import socket
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(k)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free on ``host`` a moment ago (bind to port 0, then close)."""
+    return free_ports(1, host)[0]
 
 
 def cluster_addresses(protocol: str, jobs: dict[str, int] | None = None
@@ -1170,11 +1181,10 @@ def cluster_addresses(protocol: str, jobs: dict[str, int] | None = None
     """A cluster dict for ``protocol``: free ``127.0.0.1`` ports for network
     transports, unique names for ``inproc``."""
     tag = uuid.uuid4().hex[:8]
-    out: dict[str, list[str]] = {}
-    for job, n in (jobs or CLUSTER_JOBS).items():
-        out[job] = [f"{job}{i}-{tag}" if protocol == "inproc" else f"127.0.0.1:{free_port()}"
-                    for i in range(n)]
-    return out
+    jobs = jobs or CLUSTER_JOBS
+    ports = iter(free_ports(sum(jobs.values())) if protocol != "inproc" else ())
+    return {job: [f"{job}{i}-{tag}" if protocol == "inproc" else f"127.0.0.1:{next(ports)}"
+                  for i in range(n)] for job, n in jobs.items()}
 
 
 def in_process_task_starter(protocol: str) -> TaskStarter:
