@@ -44,7 +44,7 @@ class _Inflight:
     gone) aborts the step on every task at once, so partitions blocked on a transfer
     from the failed task wake up instead of waiting for their receive timeout."""
 
-    __slots__ = ("step_id", "workers", "q", "error", "_lock", "local")
+    __slots__ = ("step_id", "workers", "q", "error", "_lock", "local", "cancel")
 
     def __init__(self, step_id: int, workers: list[Any], local: Any = None):
         self.step_id, self.workers, self.local = step_id, workers, local
@@ -52,6 +52,8 @@ class _Inflight:
             queue.SimpleQueue()
         self.error: BaseException | None = None
         self._lock = threading.Lock()
+        #: set on the first failure: a call the master's thread makes itself stops
+        self.cancel = threading.Event()
 
     def fail(self, error: BaseException) -> None:
         """Record the step's first error and abort it on every task."""
@@ -61,6 +63,7 @@ class _Inflight:
             if self.error is not None:
                 return
             self.error = error
+        self.cancel.set()
         self.q.put((-1, None, error))
         for w in self.workers:
             if w is self.local:
@@ -73,7 +76,7 @@ class CompiledStep:
     """A registered step: which worker runs which partition, and the graph version."""
 
     __slots__ = ("feeds", "fetches", "targets", "version", "parts", "n_feeds", "placement",
-                 "ir", "partitions", "push")
+                 "ir", "partitions", "push", "first_inline")
 
     def __init__(self, feeds: tuple[str, ...], fetches: tuple[str, ...],
                  targets: tuple[str, ...]):
@@ -87,6 +90,8 @@ class CompiledStep:
         #: id(worker) -> its task, for the remote workers that push the tensors they
         #: send to the master's task with their RunGraph reply (see _push_sources)
         self.push: dict[int, tuple[str, int]] = {}
+        #: the remote part run on the master's thread before the local one (or None)
+        self.first_inline: int | None = None
 
 
 class _PassContext:
@@ -217,6 +222,7 @@ class MasterSession:
                 cs.parts.append((w, h, sorted(pos for p in wparts
                                               for pos in p.fetch_positions)))
             cs.push = self._push_sources(by_worker, used)
+            cs.first_inline = self._first_inline(cs, by_worker)
             cs.partitions = parts
             cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
             cs.ir = ir
@@ -235,6 +241,31 @@ class MasterSession:
         cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
         cs.ir = ir
         cs.version = version
+
+    def _first_inline(self, cs: CompiledStep, by_worker: dict[int, list[Any]]) -> int | None:
+        """The remote part the master's thread runs itself, before its own task's part,
+        so that the step needs no thread hand-off around that RunGraph call: only when
+        it is the one other task, pushes (it depends on nothing, so running it first
+        cannot deadlock) and runs straight through (no kernel that may block or take
+        long), its channel can cancel a waiting call (the health checker's failure of
+        the step then ends the call at once), and the local part is light (little to
+        overlap with the call)."""
+        local = self.master.local_worker
+        remote = [i for i, (w, _h, _p) in enumerate(cs.parts) if w is not local]
+        if len(remote) != 1 or len(cs.parts) != 2:
+            return None
+        w = cs.parts[remote[0]][0]
+        if id(w) not in cs.push or not getattr(w, "cancellable", False):
+            return None
+        find = self.master.runtime.find_kernel
+        for p in by_worker[id(w)]:
+            for n in p.ir.nodes.values():
+                k = find(n.type, p.device.device_type)
+                if k is None or k.kind == "async" or k.expensive:
+                    return None
+        if not all(local.is_light(h) for lw, h, _p in cs.parts if lw is local):
+            return None
+        return remote[0]
 
     def _push_sources(self, by_worker: dict[int, list[Any]], used: dict[int, Any]
                       ) -> dict[int, tuple[str, int]]:
@@ -327,6 +358,7 @@ class MasterSession:
 
         push = cs.push
         pushed_from = frozenset(push.values())
+        first = cs.first_inline
 
         def run(i: int) -> None:
             w, h, _ = cs.parts[i]
@@ -334,8 +366,14 @@ class MasterSession:
                 if w is local and pushed_from:
                     r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
                                     pushed_from=pushed_from)
-                elif id(w) in push:
+                elif i == first:  # on the master's thread: the health checker cancels
                     got: list[tuple[str, Any]] = []
+                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
+                                    push_to=(local.job, local.task), pushed=got,
+                                    cancel=fl.cancel)
+                    local.accept_pushed(step_id, got)
+                elif id(w) in push:
+                    got = []
                     r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
                                     push_to=(local.job, local.task), pushed=got)
                     local.accept_pushed(step_id, got)
@@ -358,9 +396,11 @@ class MasterSession:
             for i, (w, _h, _p) in enumerate(cs.parts):
                 if w is local and inline is None:
                     inline = i
-                else:
+                elif i != first:
                     pool.submit(run, i)
-            if inline is not None:
+            if first is not None:
+                run(first)
+            if inline is not None and fl.error is None:
                 run(inline)
             remaining = len(cs.parts)
             while remaining and fl.error is None:

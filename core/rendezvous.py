@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import errors
 
@@ -133,6 +133,22 @@ class Rendezvous:
             if not q:
                 del self._waiters[key]
             return True
+
+    def take_ready(self, keys: Sequence[str]) -> list[tuple[int, Any]]:
+        """Without waiting: remove and return one value of each key of ``keys`` that
+        has one, as ``(index in keys, value)``; raises the step's error if aborted."""
+        out: list[tuple[int, Any]] = []
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            values = self._values
+            for i, key in enumerate(keys):
+                vs = values.get(key)
+                if vs:
+                    out.append((i, vs.popleft()))
+                    if not vs:
+                        del values[key]
+        return out
 
     def take_values(self, select: Callable[[str], bool]) -> list[tuple[str, Any]]:
         """Remove and return every undelivered ``(key, value)`` whose key ``select``

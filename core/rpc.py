@@ -18,6 +18,7 @@ header and raw buffers. This module owns what is inside them (docs/wire.md):
 """
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -225,17 +226,66 @@ class ServiceHandler:
             "Worker/Reset": (pb.ResetRequest, self._worker_reset),
             "Worker/Shutdown": (pb.ShutdownRequest, self._worker_shutdown),
         }
+        # dispatch(): methods answered at once, and those tried at once (None: wait)
+        self._instant = frozenset({"Worker/GetStatus", "Worker/AbortStep",
+                                   "Worker/DeregisterGraph"})
+        self._now: dict[str, Callable[[Any, list[Any]], Any]] = {
+            "Worker/RunGraph": self._run_graph_now,
+            "Worker/RecvTensors": self._recv_tensors_now,
+        }
 
     def __call__(self, method: str, header: bytes, buffers: list[Any]
                  ) -> tuple[bytes, Sequence[Any]]:
         try:
-            entry = self._table.get(method)
-            if entry is None:
-                raise errors.UnimplementedError(None, None, f"unknown method {method!r}")
-            if method.startswith("Master/") and self.master is None:
-                raise errors.UnimplementedError(None, None, "this task serves no master")
+            entry = self._entry(method)
             req, tensors = unpack(header, buffers, entry[0])
-            out = entry[1](req, tensors)
+        except errors.OpError as e:
+            return pack(status=e)
+        return self._answer(method, entry[1], req, tensors)
+
+    def dispatch(self, method: str, header: bytes, buffers: list[Any]
+                 ) -> tuple[bytes, Sequence[Any]] | Callable[[], tuple[bytes, Sequence[Any]]]:
+        """Answer now what needs no waiting, else say how to answer on a thread that
+        may block: returns the reply ``(header, buffers)``, or a zero-argument callable
+        that computes it.
+
+        Answered at once: status, aborts, deregistrations, a RunGraph whose graph runs
+        straight through without waiting (:meth:`Worker.runs_without_blocking`), and
+        RecvTensor(s) whose tensors were already sent. Master calls always wait (they
+        call other tasks), as does anything that would block."""
+        try:
+            entry = self._entry(method)
+            req, tensors = unpack(header, buffers, entry[0])
+        except errors.OpError as e:
+            return pack(status=e)
+        fn = entry[1]
+        now = self._now.get(method)
+        if now is not None:
+            try:
+                out = now(req, tensors)
+            except errors.OpError as e:
+                return pack(status=e)
+            except Exception as e:  # noqa: BLE001 - every failure becomes a reply
+                return pack(status=errors.InternalError(
+                    None, None, f"{method}: {type(e).__name__}: {e}"))
+            if out is not None:
+                return pack(out[0], out[1]) if isinstance(out, tuple) else pack(out)
+        elif method in self._instant:
+            return self._answer(method, fn, req, tensors)
+        return functools.partial(self._answer, method, fn, req, tensors)
+
+    def _entry(self, method: str) -> tuple[Any, Callable[[Any, list[Any]], Any]]:
+        entry = self._table.get(method)
+        if entry is None:
+            raise errors.UnimplementedError(None, None, f"unknown method {method!r}")
+        if method.startswith("Master/") and self.master is None:
+            raise errors.UnimplementedError(None, None, "this task serves no master")
+        return entry
+
+    def _answer(self, method: str, fn: Callable[[Any, list[Any]], Any], req: Any,
+                tensors: list[Any]) -> tuple[bytes, Sequence[Any]]:
+        try:
+            out = fn(req, tensors)
             if isinstance(out, tuple):
                 return pack(out[0], out[1])
             return pack(out)
@@ -384,6 +434,17 @@ class ServiceHandler:
         resp.pushed_key.extend(k for k, _ in pushed)
         return resp, [out[p] for p in positions] + [v for _, v in pushed]
 
+    def _run_graph_now(self, req: Any, tensors: list[Any]) -> Any:
+        if self.worker.runs_without_blocking(req.graph_handle):
+            return self._run_graph(req, tensors)
+        return None
+
+    def _recv_tensors_now(self, req: Any, _t: list[Any]) -> Any:
+        got = self.worker.try_recv_tensors(req.step_id, list(req.key))
+        if got is None:
+            return None
+        return pb.RecvTensorsResponse(index=[i for i, _ in got]), [v for _, v in got]
+
     def _recv_tensor(self, req: Any, _t: list[Any]) -> Any:
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
         value = self.worker.recv_tensor(req.step_id, req.key, timeout)
@@ -442,10 +503,21 @@ class _Client:
                 ch = self._channel
         return ch
 
+    @property
+    def cancellable(self) -> bool:
+        """Whether calls can be cancelled while they wait (the channel's
+        :attr:`~flowrt.transport.Channel.cancellable`)."""
+        return bool(getattr(self._ch(), "cancellable", False))
+
     def call(self, method: str, body: Any, resp_cls: Any, tensors: Sequence[Any] = (),
-             timeout: float | None = None) -> tuple[Any, list[Any]]:
+             timeout: float | None = None, cancel: threading.Event | None = None
+             ) -> tuple[Any, list[Any]]:
         header, buffers = pack(body, tensors)
-        rh, rb = self._ch().call(method, header, buffers, timeout)
+        ch = self._ch()
+        if cancel is not None:
+            rh, rb = ch.call(method, header, buffers, timeout, cancel=cancel)
+        else:
+            rh, rb = ch.call(method, header, buffers, timeout)
         return unpack(rh, rb, resp_cls)
 
     def close(self) -> None:
@@ -563,11 +635,13 @@ class WorkerClient(_Client):
     def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
                   timeout: float | None = None, push_to: tuple[str, int] | None = None,
-                  pushed: list[tuple[str, Any]] | None = None) -> list[Any]:
+                  pushed: list[tuple[str, Any]] | None = None,
+                  cancel: threading.Event | None = None) -> list[Any]:
         """Run a registered graph; returns a list of the step's fetch count with this
         worker's fetches at their positions. With ``push_to`` (a task), every tensor
         the step sent to that task comes back in the reply and is appended to
-        ``pushed`` as ``(rendezvous key, value)``."""
+        ``pushed`` as ``(rendezvous key, value)``. ``cancel`` (only if
+        :attr:`cancellable`) stops the wait for the reply once set."""
         idx = self._args.get(graph_handle, ())
         req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                  trace=stats is not None,
@@ -577,7 +651,7 @@ class WorkerClient(_Client):
             req.push_job, req.push_task = push_to
         t0 = time.perf_counter()
         resp, values = self.call("Worker/RunGraph", req, pb.RunGraphResponse,
-                                 [args[i] for i in idx])
+                                 [args[i] for i in idx], cancel=cancel)
         nf = len(resp.fetch_position)
         if len(values) != nf + len(resp.pushed_key):
             raise errors.InternalError(None, None, f"RunGraph on {self.target}: got "

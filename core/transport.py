@@ -67,7 +67,14 @@ class ServerHandle:
 
 class Channel:
     """A client connection to one ``host:port``; safe to share between threads, with
-    any number of calls in flight at once."""
+    any number of calls in flight at once.
+
+    A channel whose :attr:`cancellable` is true also takes ``cancel=`` (a
+    ``threading.Event``) in :meth:`call`: once it is set, the waiting call soon raises
+    :class:`~flowrt.errors.CancelledError` (the reply, if one comes, is dropped)."""
+
+    #: whether :meth:`call` takes ``cancel=``
+    cancellable: bool = False
 
     def call(self, method: str, header: bytes, buffers: Sequence[Any] = (),
              timeout: float | None = None) -> tuple[bytes, list[Any]]:

@@ -29,7 +29,7 @@ class _Registered:
     """A registered graph: one executor per device partition."""
 
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
-                 "positions", "transfers")
+                 "positions", "transfers", "quick", "light")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int):
@@ -42,6 +42,10 @@ class _Registered:
         # does it exchange tensors (with other devices or tasks)?
         self.transfers = any(c.node.type in ("_Send", "_Recv")
                              for ex, _ in parts for c in ex.nodes)
+        # no expensive kernel: a step of it takes little time once its inputs are there
+        self.light = not any(c.expensive for ex, _ in parts for c in ex.nodes)
+        # it runs straight through, never waiting for another step or task
+        self.quick = self.light and self.executor is not None and self.straight_line
 
 
 class _HostSource:
@@ -341,6 +345,19 @@ class Worker:
                         if k[0] in ir.nodes and ir.nodes[k[0]].type in ("_Send", "_Recv")]:
                 del st.stateful_kernels[key]
 
+    def runs_without_blocking(self, graph_handle: str) -> bool:
+        """Whether a step of this registered graph runs straight through, briefly:
+        one device, no asynchronous kernel (no receive, no blocking queue op) and no
+        expensive one. A server may run such steps on its I/O thread."""
+        reg = self._graphs.get(graph_handle)
+        return reg is not None and reg.quick
+
+    def is_light(self, graph_handle: str) -> bool:
+        """Whether the registered graph has no expensive kernel (it may still wait for
+        its inputs)."""
+        reg = self._graphs.get(graph_handle)
+        return reg is not None and reg.light
+
     def fetch_positions(self, graph_handle: str) -> list[int]:
         """The step-wide fetch positions a registered graph produces."""
         reg = self._graphs.get(graph_handle)
@@ -529,6 +546,26 @@ class Worker:
             value, src = item
             out.append((i, value if value is DEAD else src.to_host(value)))
         return out
+
+    def try_recv_tensors(self, step_id: int, keys: Sequence[str]
+                         ) -> list[tuple[int, Any]] | None:
+        """:meth:`recv_tensors` without waiting: the tensors of ``keys`` already sent,
+        or None when there is none yet (or the step is not known here, or failed: the
+        waiting call then reports it)."""
+        if step_id in self._aborted:
+            return None
+        r = self.rendezvous_mgr.get(step_id)
+        if r is None:
+            return None
+        try:
+            got = r.take_ready(keys)
+        except errors.OpError:
+            return None
+        if not got:
+            return None
+        self._release_step(step_id)
+        return [(i, value if value is DEAD else src.to_host(value))
+                for i, (value, src) in got]
 
     def accept_pushed(self, step_id: int, items: Sequence[tuple[str, Any]]) -> None:
         """Put tensors another task pushed for step ``step_id`` (``(key, host value)``

@@ -58,8 +58,10 @@ server. A refused connection fails the call the same way; the next call tries af
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
+import select
 import socket
 import struct
 import threading
@@ -366,8 +368,25 @@ class _Pool:
 
 
 class _Server(ServerHandle):
+    """A ROUTER socket and its I/O thread.
+
+    The I/O thread waits on the socket's notification descriptor (``zmq.FD``) and takes
+    in every request. A request the handler can answer without blocking (its optional
+    ``dispatch``) is answered right there; any other runs on a handler thread. Whoever
+    computed a reply sends it at once: the socket is shared under a lock that the I/O
+    thread only holds while it receives (it waits for the descriptor without it), so a
+    reply costs no hand-off back to the I/O thread. ``zmq.FD`` is edge-triggered and a
+    send can consume its notification, so a thread that sent checks ``zmq.EVENTS``
+    afterwards and wakes the I/O thread when requests are waiting.
+    """
+
+    #: the I/O thread looks at the socket at least this often (a safety net: every
+    #: arrival also wakes it)
+    poll_ms = 200
+
     def __init__(self, transport: "ZmqTransport", address: str, handler: Handler):
         self._t, self._handler = transport, handler
+        self._dispatch = getattr(handler, "dispatch", None)
         ctx = transport._context()
         endpoint, host, port = _tcp_endpoint(address)
         sock = ctx.socket(zmq.ROUTER)
@@ -388,11 +407,13 @@ class _Server(ServerHandle):
         self._endpoint = sock.get(zmq.LAST_ENDPOINT).decode()
         self.address = f"{host}:{self._endpoint.rpartition(':')[2]}"
         self._sock = sock
-        self._mail = _Mailbox()
+        self._mail = _Mailbox()  # wake-ups of the I/O thread, and "close"
         self._pool = _Pool(f"flowrt-zmq-handler {self.address}")
+        # guards the socket (any thread may send on it) and the bookkeeping below
         self._lock = threading.Condition()
         self._inflight: dict[tuple[bytes, int], bool] = {}
         self._stopping = False
+        self._closed = False
         self._stopped = threading.Event()
         self._io = threading.Thread(target=self._run, name=f"flowrt-zmq-server {self.address}",
                                     daemon=True)
@@ -403,31 +424,38 @@ class _Server(ServerHandle):
 
     # -- the I/O thread ---------------------------------------------------------------
     def _run(self) -> None:
-        sock, mail = self._sock, self._mail
-        poller = zmq.Poller()
-        poller.register(sock, zmq.POLLIN)
-        poller.register(mail.fd, zmq.POLLIN)
+        sock, mail, lock = self._sock, self._mail, self._lock
+        poller = select.poll()
+        poller.register(sock.getsockopt(zmq.FD), select.POLLIN)
+        poller.register(mail.fd, select.POLLIN)
         limit = self._t.max_message_bytes
         try:
             while True:
-                for s, _ in poller.poll():
-                    if s is sock:
+                while True:  # take in every request waiting
+                    with lock:
+                        if self._closed:
+                            return
+                        if not sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                            break
                         try:
-                            self._receive(sock, limit)
+                            req = self._receive(sock, limit)
                         except zmq.Again:
-                            pass
+                            break
                         except Exception:  # noqa: BLE001 - keep serving everyone else
                             _log.exception("zmq server %s: a request could not be taken",
                                            self.address)
-                    else:
-                        for item in mail.drain():
-                            if item == "close":
-                                return self._close_io()
-                            self._send(item)
+                            continue
+                    if req is not None:
+                        self._start(*req)
+                for fd, _ in poller.poll(self.poll_ms):
+                    if fd == mail.fd and "close" in mail.drain():
+                        return self._close_io()
         finally:
             self._stopped.set()
 
-    def _receive(self, sock: zmq.Socket, limit: int) -> None:
+    def _receive(self, sock: zmq.Socket, limit: int) -> tuple[Any, ...] | None:
+        """Take one message (the lock held): the request to start, or None when it was
+        refused (its error reply is sent)."""
         try:
             ident, (kind, rid, method, _, header, buffers) = _recv_message(
                 sock, True, limit, zmq.NOBLOCK)
@@ -438,21 +466,37 @@ class _Server(ServerHandle):
                 raise e
         except _Refused as e:
             if e.peer is not None:
-                self._send((e.peer, _error_frames(e.rid, e.code, f"zmq server {self.address} "
-                                                                 f"refused a request: {e.reason}")))
-            return
-        with self._lock:
-            stopping = self._stopping
-            if not stopping:
-                self._inflight[(ident, rid)] = True
-        if stopping:
-            self._send((ident, _error_frames(rid, errors.UNAVAILABLE,
-                                             f"zmq server {self.address} is stopping")))
-        else:
-            self._pool.submit(self._work, ident, rid, method, header, buffers)
+                self._send(e.peer, _error_frames(e.rid, e.code, f"zmq server {self.address} "
+                                                                f"refused a request: {e.reason}"))
+            return None
+        if self._stopping:
+            self._send(ident, _error_frames(rid, errors.UNAVAILABLE,
+                                            f"zmq server {self.address} is stopping"))
+            return None
+        self._inflight[(ident, rid)] = True
+        return ident, rid, method, header, buffers
 
-    def _send(self, item: tuple[bytes, list[Any]]) -> None:
-        ident, frames = item
+    def _start(self, ident: bytes, rid: int, method: str, header: bytes,
+               buffers: list) -> None:
+        """Answer a request here when the handler can without blocking, else hand it to
+        a handler thread."""
+        dispatch = self._dispatch
+        if dispatch is None:
+            self._pool.submit(self._work, ident, rid, method,
+                              functools.partial(self._handler, method, header, buffers))
+            return
+        try:
+            r = dispatch(method, header, buffers)
+        except Exception as e:  # noqa: BLE001 - reported to the caller
+            self._finish(ident, rid, self._failed(method, e, rid))
+            return
+        if callable(r):
+            self._pool.submit(self._work, ident, rid, method, r)
+        else:
+            self._finish(ident, rid, self._frames(rid, method, r))
+
+    def _send(self, ident: bytes, frames: list[Any]) -> None:
+        """Send on the socket (the lock held)."""
         try:
             self._sock.send_multipart([ident, *frames], zmq.NOBLOCK, copy=False)
         except zmq.ZMQError:
@@ -460,41 +504,56 @@ class _Server(ServerHandle):
 
     def _close_io(self) -> None:
         with self._lock:
-            left = list(self._inflight)
+            self._closed = True
+            for ident, rid in self._inflight:
+                self._send(ident, _error_frames(rid, errors.UNAVAILABLE,
+                                                f"zmq server {self.address} stopped before "
+                                                "the call finished"))
             self._inflight.clear()
-        for item in self._mail.drain():
-            if isinstance(item, tuple):
-                self._send(item)
-        for ident, rid in left:
-            self._send((ident, _error_frames(rid, errors.UNAVAILABLE,
-                                             f"zmq server {self.address} stopped before the "
-                                             "call finished")))
-        self._mail.close()
-        self._sock.linger = 200  # a moment for the replies just sent to go out
-        try:
-            self._sock.unbind(self._endpoint)  # free the port now, not when zmq's reaper runs
-        except zmq.ZMQError:
-            pass
-        self._sock.close()
+            self._lock.notify_all()
+            self._mail.close()
+            self._sock.linger = 200  # a moment for the replies just sent to go out
+            try:
+                self._sock.unbind(self._endpoint)  # free the port now, not at zmq's reaping
+            except zmq.ZMQError:
+                pass
+            self._sock.close()
 
-    # -- handler threads --------------------------------------------------------------
-    def _work(self, ident: bytes, rid: int, method: str, header: bytes, buffers: list) -> None:
+    # -- replies (any thread) ---------------------------------------------------------
+    def _frames(self, rid: int, method: str, reply: tuple[bytes, Sequence[Any]]) -> list[Any]:
         t = self._t
         try:
-            rh, rb = self._handler(method, header, buffers)
-            frames = _encode(_REPLY, rid, b"", 0, rh, rb, t.chunk_bytes, t.max_message_bytes)
+            rh, rb = reply
+            return _encode(_REPLY, rid, b"", 0, rh, rb, t.chunk_bytes, t.max_message_bytes)
         except _Refused as e:
-            frames = _error_frames(rid, e.code, f"zmq server {self.address}: the reply to "
-                                                f"{method!r} is too big: {e.reason}")
+            return _error_frames(rid, e.code, f"zmq server {self.address}: the reply to "
+                                              f"{method!r} is too big: {e.reason}")
+        except Exception as e:  # noqa: BLE001 - a reply that cannot be encoded
+            return self._failed(method, e, rid)
+
+    def _failed(self, method: str, e: BaseException, rid: int) -> list[Any]:
+        return _error_frames(rid, errors.INTERNAL, f"zmq server {self.address}: the handler "
+                                                   f"of {method!r} failed: "
+                                                   f"{type(e).__name__}: {e}")
+
+    def _work(self, ident: bytes, rid: int, method: str,
+              fn: Callable[[], tuple[bytes, Sequence[Any]]]) -> None:
+        try:
+            frames = self._frames(rid, method, fn())
         except Exception as e:  # noqa: BLE001 - reported to the caller
-            frames = _error_frames(rid, errors.INTERNAL,
-                                   f"zmq server {self.address}: the handler of {method!r} "
-                                   f"failed: {type(e).__name__}: {e}")
-        del buffers
+            frames = self._failed(method, e, rid)
+        del fn
+        self._finish(ident, rid, frames)
+
+    def _finish(self, ident: bytes, rid: int, frames: list[Any]) -> None:
+        """Send a reply now, from the thread that computed it."""
         with self._lock:
             if self._inflight.pop((ident, rid), None) is None:
                 return  # stopped meanwhile: the caller has had its error
-            self._mail.put((ident, frames))
+            self._send(ident, frames)
+            if threading.current_thread() is not self._io and \
+                    self._sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._mail.put("wake")  # the send may have taken the I/O thread's wake-up
             if not self._inflight:
                 self._lock.notify_all()
 
@@ -612,8 +671,11 @@ class _Channel(Channel):
                 return
         link.close()
 
+    cancellable = True
+
     def call(self, method: str, header: bytes, buffers: Sequence[Any] = (),
-             timeout: float | None = None) -> tuple[bytes, list[Any]]:
+             timeout: float | None = None, cancel: threading.Event | None = None
+             ) -> tuple[bytes, list[Any]]:
         t = self._t
         rid = next(self._rids)
         try:
@@ -625,7 +687,7 @@ class _Channel(Channel):
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         link = self._checkout()
         try:
-            return self._call(link, method, rid, frames, deadline, timeout)
+            return self._call(link, method, rid, frames, deadline, timeout, cancel)
         except zmq.ZMQError as e:
             link.dropped = True
             raise errors.UnavailableError(None, None, f"zmq call {method!r} to {self.address} "
@@ -633,9 +695,13 @@ class _Channel(Channel):
         finally:
             self._checkin(link)
 
-    def _slice(self, method: str, deadline: float | None, timeout: float | None) -> int:
-        """Milliseconds to wait before looking again; raises when the deadline passed or
-        the channel was closed."""
+    def _slice(self, method: str, deadline: float | None, timeout: float | None,
+               cancel: threading.Event | None = None) -> int:
+        """Milliseconds to wait before looking again; raises when the deadline passed,
+        the call was cancelled or the channel was closed."""
+        if cancel is not None and cancel.is_set():
+            raise errors.CancelledError(None, None, f"zmq call {method!r} to {self.address} "
+                                                    "was cancelled")
         if self._closed:
             raise errors.UnavailableError(None, None, f"zmq channel to {self.address} was "
                                                       f"closed during call {method!r}")
@@ -656,17 +722,18 @@ class _Channel(Channel):
         return errors.UnavailableError(None, None, why)
 
     def _call(self, link: _Link, method: str, rid: int, frames: list[Any],
-              deadline: float | None, timeout: float | None) -> tuple[bytes, list[Any]]:
+              deadline: float | None, timeout: float | None,
+              cancel: threading.Event | None) -> tuple[bytes, list[Any]]:
         sock = link.sock
         while not link.ready:  # a new link: wait for the handshake
             if link.down or link.dropped:
                 raise self._unavailable(link, method)
-            link.poller.poll(self._slice(method, deadline, timeout))
+            link.poller.poll(self._slice(method, deadline, timeout, cancel))
             link.events()
         sock.send_multipart(frames, copy=False)
         del frames
         while True:  # a blocking receive, a slice at a time, then a look at the monitor
-            ms = self._slice(method, deadline, timeout)
+            ms = self._slice(method, deadline, timeout, cancel)
             if ms != link.rcvtimeo:
                 sock.setsockopt(zmq.RCVTIMEO, ms)
                 link.rcvtimeo = ms
