@@ -21,7 +21,7 @@ from .cost_model import CostModel
 from .device_spec import DeviceSpec
 from .executor import NodeStat
 from .ir import GraphIR, extract_step_graph
-from .partition import Partition, partition, partition_graph_defs
+from .partition import Partition, partition, partition_graph_defs, pull_together
 from .placement import place
 
 __all__ = ["Master", "MasterSession", "CompiledStep", "HEALTH_CHECK_PERIOD"]
@@ -209,6 +209,7 @@ class MasterSession:
         cs.push = {}
         if len(used) > 1:
             parts = partition(ir, placed, runtime)
+            together = pull_together(parts)
             by_worker: dict[int, list[Any]] = {}
             for p in parts:
                 by_worker.setdefault(id(owners[id(p.device)]), []).append(p)
@@ -218,7 +219,9 @@ class MasterSession:
             for k in order:
                 w = used[k]
                 wparts = by_worker[k]
-                h = w.register_partitions(self.handle, wparts, len(ir.fetches), threads)
+                mine = [n for p in wparts for n in p.ir.nodes if n in together]
+                h = w.register_partitions(self.handle, wparts, len(ir.fetches), threads,
+                                          mine)
                 cs.parts.append((w, h, sorted(pos for p in wparts
                                               for pos in p.fetch_positions)))
             cs.push = self._push_sources(by_worker, used)

@@ -26,7 +26,7 @@ from .ir import GraphIR, Node
 from .rendezvous import make_key
 from .tensor_shape import TensorShape
 
-__all__ = ["Partition", "partition"]
+__all__ = ["Partition", "partition", "pull_together"]
 
 
 class Partition:
@@ -130,6 +130,69 @@ def partition(ir: GraphIR, placed: dict[str, Any], runtime: Any) -> list[Partiti
         p.ir.feeds = [f for f in ir.feeds if f[1] in p.ir.nodes]
         p.ir.fetches = list(p.fetches)
     return list(parts.values())
+
+
+def _task(device: str) -> tuple[str | None, int | None]:
+    sp = DeviceSpec.from_string(device)
+    return sp.job, sp.task
+
+
+def pull_together(parts: list[Partition]) -> set[str]:
+    """The ``_Recv`` nodes whose tensors their task may pull from the sending task in
+    one call that waits for all of them.
+
+    For a pair of tasks (sender S, receiver D) that holds when no tensor S sends to D
+    depends, through the whole step (any task), on D having received another tensor
+    from S: then waiting for all of them cannot deadlock. Steps with loops are left
+    out (their transfers repeat per iteration)."""
+    nodes = {n.name: n for p in parts for n in p.ir.nodes.values()}
+    if any(n.type in _ENTER or n.type in _EXIT or n.type in ("NextIteration",
+                                                             "RefNextIteration")
+           for n in nodes.values()):
+        return set()
+    succ: dict[str, list[str]] = {}
+    for n in nodes.values():
+        for src, _ in n.inputs:
+            succ.setdefault(src, []).append(n.name)
+        for c in n.control_inputs:
+            succ.setdefault(c, []).append(n.name)
+    recv_of: dict[tuple[str, str], str] = {}
+    for n in nodes.values():
+        if n.type == "_Recv":
+            a = n.node_attrs
+            recv_of[(str(a["tensor_name"]), str(a["recv_device"]))] = n.name
+    pairs: dict[tuple[Any, Any], tuple[list[str], set[str]]] = {}  # -> (recvs, sends)
+    for n in nodes.values():
+        if n.type != "_Send":
+            continue
+        a = n.node_attrs
+        r = recv_of.get((str(a["tensor_name"]), str(a["recv_device"])))
+        if r is None:
+            continue
+        succ.setdefault(n.name, []).append(r)  # the transfer is an edge too
+        s_task, d_task = _task(str(a["send_device"])), _task(str(a["recv_device"]))
+        if s_task == d_task:
+            continue
+        recvs, sends = pairs.setdefault((s_task, d_task), ([], set()))
+        recvs.append(r)
+        sends.add(n.name)
+    out: set[str] = set()
+    for recvs, sends in pairs.values():
+        seen: set[str] = set()
+        stack = [x for r in recvs for x in succ.get(r, ())]
+        ok = True
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            if x in sends:
+                ok = False
+                break
+            seen.add(x)
+            stack.extend(succ.get(x, ()))
+        if ok:
+            out.update(recvs)
+    return out
 
 
 _ENTER = frozenset({"Enter", "RefEnter"})

@@ -134,14 +134,18 @@ class Rendezvous:
                 del self._waiters[key]
             return True
 
-    def take_ready(self, keys: Sequence[str]) -> list[tuple[int, Any]]:
+    def take_ready(self, keys: Sequence[str], all_or_none: bool = False
+                   ) -> list[tuple[int, Any]]:
         """Without waiting: remove and return one value of each key of ``keys`` that
-        has one, as ``(index in keys, value)``; raises the step's error if aborted."""
+        has one, as ``(index in keys, value)`` (with ``all_or_none``, nothing unless
+        every key has one); raises the step's error if aborted."""
         out: list[tuple[int, Any]] = []
         with self._lock:
             if self._error is not None:
                 raise self._error
             values = self._values
+            if all_or_none and not all(values.get(k) for k in keys):
+                return out
             for i, key in enumerate(keys):
                 vs = values.get(key)
                 if vs:

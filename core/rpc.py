@@ -28,12 +28,14 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import errors
+from . import shm as _shm
 from .device_spec import DeviceSpec
 from .executor import DEAD, NodeStat
 from .proto import service_pb2 as pb
 
 __all__ = ["ServiceHandler", "MasterClient", "WorkerClient", "RemoteDevice",
-           "encode_tensor", "decode_tensor", "pack", "unpack", "status_error",
+           "encode_tensor", "decode_tensor", "pack", "unpack", "unpack_from_peer",
+           "status_error",
            "METHODS"]
 
 #: every method the services answer
@@ -53,9 +55,14 @@ _MAX_FEEDS = 1 << 20
 
 
 # -- tensors --------------------------------------------------------------------------
-def encode_tensor(value: Any, metas: Any, buffers: list[Any]) -> None:
+def encode_tensor(value: Any, metas: Any, buffers: list[Any],
+                  segments: list[str] | None = None) -> None:
     """Append ``value`` (an array, a numpy scalar or the DEAD marker) to an envelope's
-    tensor list, its data to ``buffers`` (no copy for contiguous numeric arrays)."""
+    tensor list, its data to ``buffers`` (no copy for contiguous numeric arrays).
+
+    With ``segments`` (a list: the peer shares this machine's memory), data of at least
+    :data:`flowrt.shm.MIN_BYTES` goes into a shared-memory segment instead, whose name
+    is appended to ``segments``."""
     m = metas.add()
     if value is DEAD:
         m.is_dead = True
@@ -83,18 +90,40 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any]) -> None:
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
+    if segments is not None and arr.nbytes >= _shm.MIN_BYTES:
+        name = _shm.write(arr.reshape(-1).view(np.uint8))
+        if name is not None:
+            m.shm = name
+            m.buffer = -1
+            segments.append(name)
+            return
     m.buffer = len(buffers)
     buffers.append(arr.reshape(-1).view(np.uint8) if arr.size else b"")
 
 
-def decode_tensor(meta: Any, buffers: Sequence[Any]) -> Any:
+def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) -> Any:
     """The array an envelope's ``meta`` describes (read-only when it is a view of a
-    received buffer), or DEAD."""
+    received buffer or segment), or DEAD. A shared-memory segment is only read when
+    ``same_host`` (the message carried this machine's token)."""
     if meta.is_dead:
         return DEAD
     shape = tuple(int(d) for d in meta.shape)
     if any(d < 0 for d in shape):
         raise errors.InvalidArgumentError(None, None, f"tensor with negative shape {shape}")
+    if meta.shm:
+        if not same_host:
+            raise errors.InvalidArgumentError(None, None, "a tensor in shared memory from "
+                                              "a peer on another host (or one that did "
+                                              "not say which)")
+        np_dtype = _wire_dtype(meta.dtype)
+        n = 1
+        for d in shape:
+            n *= d
+        arr = _shm.open_segment(meta.shm, n * np_dtype.itemsize).view(np_dtype)
+        arr = arr.reshape(shape)
+        if arr.dtype.byteorder not in "=|":
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return arr
     if meta.buffer < 0:
         from .graph_def import make_ndarray
 
@@ -102,12 +131,8 @@ def decode_tensor(meta: Any, buffers: Sequence[Any]) -> Any:
             raise errors.InvalidArgumentError(None, None, "tensor has neither a buffer "
                                               "nor a TensorProto")
         return make_ndarray(meta.proto)
-    try:
-        dt = _dt.as_dtype(meta.dtype)
-        np_dtype = np.dtype(dt.as_numpy_dtype).newbyteorder("<")
-    except (TypeError, ValueError, KeyError) as e:
-        raise errors.InvalidArgumentError(None, None, f"bad tensor dtype {meta.dtype}: "
-                                          f"{e}") from None
+    np_dtype = _wire_dtype(meta.dtype)
+    dt = _dt.as_dtype(meta.dtype)
     if meta.buffer >= len(buffers):
         raise errors.InvalidArgumentError(None, None, f"tensor refers to buffer "
                                           f"{meta.buffer}; the message has {len(buffers)}")
@@ -127,30 +152,55 @@ def decode_tensor(meta: Any, buffers: Sequence[Any]) -> Any:
     return arr
 
 
+def _wire_dtype(enum: int) -> np.dtype:
+    try:
+        dt = _dt.as_dtype(enum)
+        return np.dtype(dt.as_numpy_dtype).newbyteorder("<")
+    except (TypeError, ValueError, KeyError) as e:
+        raise errors.InvalidArgumentError(None, None, f"bad tensor dtype {enum}: "
+                                          f"{e}") from None
+
+
 def pack(body: Any = None, tensors: Sequence[Any] = (),
-         status: errors.OpError | None = None) -> tuple[bytes, list[Any]]:
-    """An envelope (header bytes and buffers) for ``body`` and ``tensors``."""
+         status: errors.OpError | None = None, *, host: bool = False,
+         segments: list[str] | None = None) -> tuple[bytes, list[Any]]:
+    """An envelope (header bytes and buffers) for ``body`` and ``tensors``.
+
+    ``host``: say this machine's shared-memory token (:func:`flowrt.shm.host_token`);
+    ``segments``: send large tensors through shared memory (the peer is on this
+    machine), collecting the segment names there (see :mod:`flowrt.shm`)."""
     env = pb.Envelope()
     if body is not None:
         env.body = body.SerializeToString()
     buffers: list[Any] = []
     for t in tensors:
-        encode_tensor(t, env.tensors, buffers)
+        encode_tensor(t, env.tensors, buffers, segments)
     if status is not None:
         env.status.code = status.error_code
         env.status.message = status.message
+    if host:
+        env.host = _shm.host_token() or ""
     return env.SerializeToString(), buffers
 
 
 def unpack(header: bytes, buffers: Sequence[Any], body_cls: Any) -> tuple[Any, list[Any]]:
     """Decode an envelope: ``(body message, tensors)``; a non-OK status is raised as the
     matching OpError."""
+    body, tensors, _ = unpack_from_peer(header, buffers, body_cls)
+    return body, tensors
+
+
+def unpack_from_peer(header: bytes, buffers: Sequence[Any], body_cls: Any
+                     ) -> tuple[Any, list[Any], bool]:
+    """:func:`unpack`, plus whether the sender shares this machine's memory (its
+    envelope carried this machine's token and the fast path is on here)."""
     env = pb.Envelope()
     try:
         env.ParseFromString(bytes(header))
     except Exception as e:  # noqa: BLE001 - protobuf raises its own DecodeError
         raise errors.InvalidArgumentError(None, None, f"malformed message header: "
                                           f"{e}") from None
+    same = bool(env.host) and _shm.enabled() and env.host == _shm.host_token()
     if env.status.code:
         raise status_error(env.status)
     body = body_cls()
@@ -159,7 +209,7 @@ def unpack(header: bytes, buffers: Sequence[Any], body_cls: Any) -> tuple[Any, l
     except Exception as e:  # noqa: BLE001
         raise errors.InvalidArgumentError(None, None, f"malformed {body_cls.__name__}: "
                                           f"{e}") from None
-    return body, [decode_tensor(m, buffers) for m in env.tensors]
+    return body, [decode_tensor(m, buffers, same) for m in env.tensors], same
 
 
 def status_error(status: Any) -> errors.OpError:
@@ -238,10 +288,10 @@ class ServiceHandler:
                  ) -> tuple[bytes, Sequence[Any]]:
         try:
             entry = self._entry(method)
-            req, tensors = unpack(header, buffers, entry[0])
+            req, tensors, same = unpack_from_peer(header, buffers, entry[0])
         except errors.OpError as e:
             return pack(status=e)
-        return self._answer(method, entry[1], req, tensors)
+        return self._answer(method, entry[1], req, tensors, same)
 
     def dispatch(self, method: str, header: bytes, buffers: list[Any]
                  ) -> tuple[bytes, Sequence[Any]] | Callable[[], tuple[bytes, Sequence[Any]]]:
@@ -251,11 +301,11 @@ class ServiceHandler:
 
         Answered at once: status, aborts, deregistrations, a RunGraph whose graph runs
         straight through without waiting (:meth:`Worker.runs_without_blocking`), and
-        RecvTensor(s) whose tensors were already sent. Master calls always wait (they
+        RecvTensors whose tensors were already sent. Master calls always wait (they
         call other tasks), as does anything that would block."""
         try:
             entry = self._entry(method)
-            req, tensors = unpack(header, buffers, entry[0])
+            req, tensors, same = unpack_from_peer(header, buffers, entry[0])
         except errors.OpError as e:
             return pack(status=e)
         fn = entry[1]
@@ -263,16 +313,16 @@ class ServiceHandler:
         if now is not None:
             try:
                 out = now(req, tensors)
+                if out is not None:
+                    return self._reply(out, same)
             except errors.OpError as e:
                 return pack(status=e)
             except Exception as e:  # noqa: BLE001 - every failure becomes a reply
                 return pack(status=errors.InternalError(
                     None, None, f"{method}: {type(e).__name__}: {e}"))
-            if out is not None:
-                return pack(out[0], out[1]) if isinstance(out, tuple) else pack(out)
         elif method in self._instant:
-            return self._answer(method, fn, req, tensors)
-        return functools.partial(self._answer, method, fn, req, tensors)
+            return self._answer(method, fn, req, tensors, same)
+        return functools.partial(self._answer, method, fn, req, tensors, same)
 
     def _entry(self, method: str) -> tuple[Any, Callable[[Any, list[Any]], Any]]:
         entry = self._table.get(method)
@@ -283,17 +333,23 @@ class ServiceHandler:
         return entry
 
     def _answer(self, method: str, fn: Callable[[Any, list[Any]], Any], req: Any,
-                tensors: list[Any]) -> tuple[bytes, Sequence[Any]]:
+                tensors: list[Any], same: bool = False) -> tuple[bytes, Sequence[Any]]:
         try:
-            out = fn(req, tensors)
-            if isinstance(out, tuple):
-                return pack(out[0], out[1])
-            return pack(out)
+            return self._reply(fn(req, tensors), same)
         except errors.OpError as e:
             return pack(status=e)
         except Exception as e:  # noqa: BLE001 - every failure becomes a reply
             return pack(status=errors.InternalError(
                 None, None, f"{method}: {type(e).__name__}: {e}"))
+
+    @staticmethod
+    def _reply(out: Any, same: bool) -> tuple[bytes, Sequence[Any]]:
+        """The reply to a handler's result (a message, or a message and tensors); to a
+        peer on this machine, large tensors go through shared memory."""
+        body, tensors = out if isinstance(out, tuple) else (out, ())
+        if same:
+            return pack(body, tensors, host=True, segments=[])
+        return pack(body, tensors)
 
     # -- master ---------------------------------------------------------------------
     def _create_session(self, req: Any, _t: list[Any]) -> Any:
@@ -394,7 +450,7 @@ class ServiceHandler:
                 None, None, f"RegisterGraph: {req.n_fetches} fetches, positions "
                 f"{sorted(positions)[:5]}...: out of range")
         h = w.register_partitions(req.session_handle, parts, int(req.n_fetches),
-                                  int(req.inter_op_threads))
+                                  int(req.inter_op_threads), list(req.pull_together))
         return pb.RegisterGraphResponse(graph_handle=h)
 
     def _deregister_graph(self, req: Any, _t: list[Any]) -> Any:
@@ -440,7 +496,7 @@ class ServiceHandler:
         return None
 
     def _recv_tensors_now(self, req: Any, _t: list[Any]) -> Any:
-        got = self.worker.try_recv_tensors(req.step_id, list(req.key))
+        got = self.worker.try_recv_tensors(req.step_id, list(req.key), req.wait_all)
         if got is None:
             return None
         return pb.RecvTensorsResponse(index=[i for i, _ in got]), [v for _, v in got]
@@ -452,7 +508,7 @@ class ServiceHandler:
 
     def _recv_tensors(self, req: Any, _t: list[Any]) -> Any:
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
-        got = self.worker.recv_tensors(req.step_id, list(req.key), timeout)
+        got = self.worker.recv_tensors(req.step_id, list(req.key), timeout, req.wait_all)
         return pb.RecvTensorsResponse(index=[i for i, _ in got]), [v for _, v in got]
 
     def _abort_step(self, req: Any, _t: list[Any]) -> Any:
@@ -489,6 +545,8 @@ class _Client:
         self.address = address
         self._channel: Any = None
         self._lock = threading.Lock()
+        self._shm = _shm.enabled()  # say this machine's token in requests
+        self._same_host = False  # the server said the same token: send segments
 
     @property
     def target(self) -> str:
@@ -512,13 +570,25 @@ class _Client:
     def call(self, method: str, body: Any, resp_cls: Any, tensors: Sequence[Any] = (),
              timeout: float | None = None, cancel: threading.Event | None = None
              ) -> tuple[Any, list[Any]]:
-        header, buffers = pack(body, tensors)
+        """One call: the reply's ``(message, tensors)``; an error reply is raised.
+        Large tensors go through shared memory once the server was seen to be on this
+        machine (:mod:`flowrt.shm`); when the call fails, those segments are retired."""
+        segments: list[str] | None = [] if self._same_host and tensors else None
+        header, buffers = pack(body, tensors, host=self._shm, segments=segments)
         ch = self._ch()
-        if cancel is not None:
-            rh, rb = ch.call(method, header, buffers, timeout, cancel=cancel)
-        else:
-            rh, rb = ch.call(method, header, buffers, timeout)
-        return unpack(rh, rb, resp_cls)
+        try:
+            if cancel is not None:
+                rh, rb = ch.call(method, header, buffers, timeout, cancel=cancel)
+            else:
+                rh, rb = ch.call(method, header, buffers, timeout)
+            body, values, same = unpack_from_peer(rh, rb, resp_cls)
+        except BaseException:
+            if segments:  # the server may never map them: they are not reused
+                _shm.discard(segments)
+            raise
+        if same and not self._same_host:
+            self._same_host = True
+        return body, values
 
     def close(self) -> None:
         ch, self._channel = self._channel, None
@@ -582,22 +652,25 @@ class WorkerClient(_Client):
         return self._devices  # type: ignore[return-value]
 
     def register_graph(self, session_handle: str, ir: Any, fetches: Sequence[Any],
-                       inter_op_threads: int = 0) -> str:
+                       inter_op_threads: int = 0, pull_together: Sequence[str] = ()) -> str:
         from .partition import Partition
 
         dev = next(iter(ir.nodes.values())).assigned_device if ir.nodes else None
         p = Partition(next((d for d in self.devices if d.name == dev), self.devices[0]), ir)
         p.fetches = list(fetches)
         p.fetch_positions = list(range(len(fetches)))
-        return self.register_partitions(session_handle, [p], len(fetches), inter_op_threads)
+        return self.register_partitions(session_handle, [p], len(fetches), inter_op_threads,
+                                        pull_together)
 
     def register_partitions(self, session_handle: str, parts: Sequence[Any],
-                            n_fetches: int, inter_op_threads: int = 0) -> str:
+                            n_fetches: int, inter_op_threads: int = 0,
+                            pull_together: Sequence[str] = ()) -> str:
         from .ir import ARG_OP
         from .ir_wire import ir_to_graph_def
 
         req = pb.RegisterGraphRequest(session_handle=session_handle, n_fetches=n_fetches,
-                                      inter_op_threads=inter_op_threads)
+                                      inter_op_threads=inter_op_threads,
+                                      pull_together=list(pull_together))
         args: set[int] = set()
         positions: list[int] = []
         for p in parts:
@@ -679,11 +752,12 @@ class WorkerClient(_Client):
         return values[0]
 
     def recv_tensors(self, step_id: int, keys: Sequence[str],
-                     timeout: float | None = None) -> list[tuple[int, Any]]:
+                     timeout: float | None = None, wait_all: bool = False
+                     ) -> list[tuple[int, Any]]:
         """Pull several tensors of a step in one call: ``[(index in keys, value)]`` for
-        every key sent by the time the first one was (at least one); ask again for the
-        others."""
-        req = pb.RecvTensorsRequest(step_id=step_id, key=list(keys),
+        every key sent by the time the first one was (at least one; all of them with
+        ``wait_all``); ask again for the others."""
+        req = pb.RecvTensorsRequest(step_id=step_id, key=list(keys), wait_all=wait_all,
                                     timeout_in_ms=int(timeout * 1000) if timeout else 0)
         resp, values = self.call("Worker/RecvTensors", req, pb.RecvTensorsResponse,
                                  timeout=None if timeout is None else timeout + 5.0)

@@ -109,7 +109,11 @@ class Server:
             if self._stopped.is_set():
                 raise errors.FailedPreconditionError(None, None, "the server was stopped")
             if isinstance(self.transport, MessageTransport):
+                from . import shm
                 from .rpc import ServiceHandler
+
+                if shm.enabled():
+                    shm.sweep_orphans()  # segments of killed processes
 
                 self._handle = self.transport.serve(
                     self.address, ServiceHandler(self.master, self.worker,

@@ -17,7 +17,7 @@ from . import errors
 from .device_spec import DeviceSpec
 from .executor import DEAD, Executor, NodeStat, SessionState, StepContext
 from .ir import GraphIR
-from .rendezvous import Rendezvous, RendezvousMgr
+from .rendezvous import Rendezvous, RendezvousMgr, make_key
 
 __all__ = ["Worker"]
 
@@ -29,10 +29,10 @@ class _Registered:
     """A registered graph: one executor per device partition."""
 
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
-                 "positions", "transfers", "quick", "light")
+                 "positions", "transfers", "quick", "light", "together", "expect")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
-                 n_fetches: int):
+                 n_fetches: int, pull_together: Sequence[str] = ()):
         self.handle, self.session = handle, session
         self.parts = parts
         self.n_fetches = n_fetches
@@ -46,6 +46,20 @@ class _Registered:
         self.light = not any(c.expensive for ex, _ in parts for c in ex.nodes)
         # it runs straight through, never waiting for another step or task
         self.quick = self.light and self.executor is not None and self.straight_line
+        # per sending device: the keys of the receives pulled together (see
+        # _WorkerRendezvous)
+        names = set(pull_together)
+        together: dict[str, set[str]] = {}
+        for ex, _ in parts:
+            for c in ex.nodes:
+                if c.node.type == "_Recv" and c.node.name in names:
+                    a = c.node.node_attrs
+                    key = make_key(str(a["send_device"]), int(a["send_device_incarnation"]),
+                                   str(a["recv_device"]), str(a["tensor_name"]))
+                    together.setdefault(str(a["send_device"]), set()).add(key)
+        self.together = {d: frozenset(k) for d, k in together.items()}
+        #: per sending task, how many keys it sends together (worked out at first run)
+        self.expect: dict[tuple[str, int], int] | None = None
 
 
 class _HostSource:
@@ -76,17 +90,21 @@ class _WorkerRendezvous:
     hold the step."""
 
     __slots__ = ("worker", "step_id", "local", "timeout", "pushed", "_pending", "_error",
-                 "_lock", "_batches", "_seq")
+                 "_lock", "_batches", "_seq", "expect")
 
     def __init__(self, worker: "Worker", step_id: int, local: Rendezvous,
-                 timeout: float | None, pushed: frozenset[tuple[str, int]] = frozenset()):
+                 timeout: float | None, pushed: frozenset[tuple[str, int]] = frozenset(),
+                 expect: dict[tuple[str, int], int] | None = None):
         self.worker, self.step_id, self.local = worker, step_id, local
         self.timeout = timeout
         self.pushed = pushed
+        #: tasks whose tensors are pulled together: how many receives to gather first
+        self.expect = expect or {}
         self._pending: dict[int, Any] = {}
         self._error: BaseException | None = None
         self._lock = threading.Lock()
-        # per sending task: [keys waiting for a pull, whether a pull is scheduled]
+        # per sending task: [keys waiting for a pull, whether a pull is scheduled,
+        # receives seen so far]
         self._batches: dict[tuple[str, int], list[Any]] = {}
         self._seq = itertools.count()
 
@@ -106,10 +124,13 @@ class _WorkerRendezvous:
                 self._pending[token] = callback
                 b = self._batches.get(task)
                 if b is None:
-                    b = self._batches[task] = [[], False]
+                    b = self._batches[task] = [[], False, 0]
                 b[0].append((key, token))
-                start = not b[1]
-                b[1] = True
+                b[2] += 1
+                want = self.expect.get(task)
+                # a task pulled together: one call, once every receive from it asked
+                start = not b[1] and (want is None or b[2] >= want)
+                b[1] = b[1] or start
         if err is not None:
             callback(None, err)
         elif start:
@@ -128,11 +149,12 @@ class _WorkerRendezvous:
             b = self._batches[task]
             batch, b[0], b[1] = b[0], [], False
         client = None
+        together = task in self.expect
         while batch:
             try:
                 client = client or w.resolver(*task)
                 got = client.recv_tensors(self.step_id, [k for k, _ in batch],
-                                          self.timeout or RECV_TIMEOUT)
+                                          self.timeout or RECV_TIMEOUT, together)
             except Exception as e:  # noqa: BLE001 - every failure is the step's
                 err = self._pull_error(e, task, client, batch[0][0])
                 for _, token in batch:
@@ -284,8 +306,12 @@ class Worker:
         return st
 
     def register_graph(self, session_handle: str, ir: GraphIR,
-                       fetches: Sequence[tuple[str, int]], inter_op_threads: int = 0) -> str:
-        """Compile a partition; returns its handle for :meth:`run_graph`."""
+                       fetches: Sequence[tuple[str, int]], inter_op_threads: int = 0,
+                       pull_together: Sequence[str] = ()) -> str:
+        """Compile a partition; returns its handle for :meth:`run_graph`.
+        ``pull_together`` names the ``_Recv`` nodes whose tensors, per sending task,
+        are pulled in one call that waits for all of them (the master checked that
+        none of them depends on this task receiving another)."""
         by_name = {d.name: d for d in self.devices}
 
         def device_of(node: Any) -> Any:
@@ -303,16 +329,19 @@ class Worker:
         handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
         with self._lock:
             self._graphs[handle] = _Registered(handle, session_handle,
-                                               [(ex, list(range(len(fetches))))], len(fetches))
+                                               [(ex, list(range(len(fetches))))], len(fetches),
+                                               pull_together)
         return handle
 
     def register_partitions(self, session_handle: str, parts: Sequence[Any], n_fetches: int,
-                            inter_op_threads: int = 0) -> str:
+                            inter_op_threads: int = 0, pull_together: Sequence[str] = ()
+                            ) -> str:
         """Compile the per-device partitions of one step (``flowrt.partition.Partition``
-        objects); :meth:`run_graph` then runs them together."""
+        objects); :meth:`run_graph` then runs them together (``pull_together``: see
+        :meth:`register_graph`)."""
         if len(parts) == 1 and parts[0].fetch_positions == list(range(n_fetches)):
             return self.register_graph(session_handle, parts[0].ir, parts[0].fetches,
-                                       inter_op_threads)
+                                       inter_op_threads, pull_together)
         by_name = {d.name: d for d in self.devices}
         compiled = []
         for p in parts:
@@ -329,7 +358,8 @@ class Worker:
         compiled.sort(key=lambda c: -len(c[0].nodes))
         handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
         with self._lock:
-            self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches)
+            self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches,
+                                               pull_together)
         return handle
 
     def _forget_transfers(self, session_handle: str, ir: GraphIR) -> None:
@@ -432,7 +462,15 @@ class Worker:
                         pushed: list[tuple[str, Any]] | None = None,
                         pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
         local = self._step_rendezvous(step_id)
-        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from)
+        expect = reg.expect
+        if expect is None:
+            counts: dict[tuple[str, int], int] = {}
+            for dev, keys in reg.together.items():
+                t = self._task_of(dev)
+                if t is not None:
+                    counts[t] = counts.get(t, 0) + len(keys)
+            expect = reg.expect = counts
+        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from, expect)
         with self._lock:
             self._running_steps[step_id] = self._running_steps.get(step_id, 0) + 1
         try:
@@ -506,10 +544,12 @@ class Worker:
         return src.to_host(value)
 
     def recv_tensors(self, step_id: int, keys: Sequence[str],
-                     timeout: float | None = None) -> list[tuple[int, Any]]:
+                     timeout: float | None = None, wait_all: bool = False
+                     ) -> list[tuple[int, Any]]:
         """Several tensors this task sent in step ``step_id``: waits until at least one
-        of ``keys`` was sent, then returns ``[(index in keys, host value or DEAD)]`` for
-        every key sent by then; the others stay for a later call."""
+        of ``keys`` was sent (every one with ``wait_all``), then returns
+        ``[(index in keys, host value or DEAD)]`` for every key sent by then; the
+        others stay for a later call."""
         r = self._step_rendezvous(step_id)
         cond = threading.Condition()
         got: dict[int, tuple[Any, BaseException | None]] = {}
@@ -524,8 +564,9 @@ class Worker:
         callbacks = [waiter(i) for i in range(len(keys))]
         for k, cb in zip(keys, callbacks):
             r.recv_async(k, cb)
+        n = len(keys) if wait_all else 1
         with cond:
-            cond.wait_for(lambda: got, RECV_TIMEOUT if timeout is None else timeout)
+            cond.wait_for(lambda: len(got) >= n, RECV_TIMEOUT if timeout is None else timeout)
         taken = _withdraw(r, keys, callbacks)
         with cond:  # a callback a send just took is about to run: wait for it
             complete = cond.wait_for(lambda: taken <= got.keys(), 10.0)
@@ -547,18 +588,18 @@ class Worker:
             out.append((i, value if value is DEAD else src.to_host(value)))
         return out
 
-    def try_recv_tensors(self, step_id: int, keys: Sequence[str]
+    def try_recv_tensors(self, step_id: int, keys: Sequence[str], wait_all: bool = False
                          ) -> list[tuple[int, Any]] | None:
         """:meth:`recv_tensors` without waiting: the tensors of ``keys`` already sent,
-        or None when there is none yet (or the step is not known here, or failed: the
-        waiting call then reports it)."""
+        or None when there is none yet (with ``wait_all``: unless all were) or the step
+        is not known here, or failed (the waiting call then reports it)."""
         if step_id in self._aborted:
             return None
         r = self.rendezvous_mgr.get(step_id)
         if r is None:
             return None
         try:
-            got = r.take_ready(keys)
+            got = r.take_ready(keys, wait_all)
         except errors.OpError:
             return None
         if not got:

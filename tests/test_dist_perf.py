@@ -87,9 +87,10 @@ class _CountingClient:
         self.calls: list[list[str]] = []
         self.target = "fake://ps"
 
-    def recv_tensors(self, step_id, keys, timeout=None):
+    def recv_tensors(self, step_id, keys, timeout=None, wait_all=False):
         self.calls.append(list(keys))
-        return self.worker.recv_tensors(step_id, keys, timeout)
+        self.wait_all = wait_all
+        return self.worker.recv_tensors(step_id, keys, timeout, wait_all)
 
 
 class _DeferredPool:

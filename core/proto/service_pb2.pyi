@@ -19,28 +19,32 @@ class Status(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TensorMeta(_message.Message):
-    __slots__ = ("dtype", "shape", "buffer", "is_dead", "proto")
+    __slots__ = ("dtype", "shape", "buffer", "is_dead", "proto", "shm")
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     BUFFER_FIELD_NUMBER: _ClassVar[int]
     IS_DEAD_FIELD_NUMBER: _ClassVar[int]
     PROTO_FIELD_NUMBER: _ClassVar[int]
+    SHM_FIELD_NUMBER: _ClassVar[int]
     dtype: _types_pb2.DataType
     shape: _containers.RepeatedScalarFieldContainer[int]
     buffer: int
     is_dead: bool
     proto: _tensor_pb2.TensorProto
-    def __init__(self, dtype: _Optional[_Union[_types_pb2.DataType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., buffer: _Optional[int] = ..., is_dead: _Optional[bool] = ..., proto: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ...) -> None: ...
+    shm: str
+    def __init__(self, dtype: _Optional[_Union[_types_pb2.DataType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., buffer: _Optional[int] = ..., is_dead: _Optional[bool] = ..., proto: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., shm: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ("status", "body", "tensors")
+    __slots__ = ("status", "body", "tensors", "host")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
     TENSORS_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
     status: Status
     body: bytes
     tensors: _containers.RepeatedCompositeFieldContainer[TensorMeta]
-    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., body: _Optional[bytes] = ..., tensors: _Optional[_Iterable[_Union[TensorMeta, _Mapping]]] = ...) -> None: ...
+    host: str
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., body: _Optional[bytes] = ..., tensors: _Optional[_Iterable[_Union[TensorMeta, _Mapping]]] = ..., host: _Optional[str] = ...) -> None: ...
 
 class DeviceAttributes(_message.Message):
     __slots__ = ("name", "device_type", "memory_limit", "incarnation")
@@ -230,16 +234,18 @@ class PartitionDef(_message.Message):
     def __init__(self, device: _Optional[str] = ..., graph_def: _Optional[_Union[_graph_def_pb2.GraphDef, _Mapping]] = ..., fetch: _Optional[_Iterable[str]] = ..., fetch_position: _Optional[_Iterable[int]] = ..., target: _Optional[_Iterable[str]] = ..., feed: _Optional[_Iterable[str]] = ..., feed_arg: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RegisterGraphRequest(_message.Message):
-    __slots__ = ("session_handle", "partition", "n_fetches", "inter_op_threads")
+    __slots__ = ("session_handle", "partition", "n_fetches", "inter_op_threads", "pull_together")
     SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     N_FETCHES_FIELD_NUMBER: _ClassVar[int]
     INTER_OP_THREADS_FIELD_NUMBER: _ClassVar[int]
+    PULL_TOGETHER_FIELD_NUMBER: _ClassVar[int]
     session_handle: str
     partition: _containers.RepeatedCompositeFieldContainer[PartitionDef]
     n_fetches: int
     inter_op_threads: int
-    def __init__(self, session_handle: _Optional[str] = ..., partition: _Optional[_Iterable[_Union[PartitionDef, _Mapping]]] = ..., n_fetches: _Optional[int] = ..., inter_op_threads: _Optional[int] = ...) -> None: ...
+    pull_together: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_handle: _Optional[str] = ..., partition: _Optional[_Iterable[_Union[PartitionDef, _Mapping]]] = ..., n_fetches: _Optional[int] = ..., inter_op_threads: _Optional[int] = ..., pull_together: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RegisterGraphResponse(_message.Message):
     __slots__ = ("graph_handle",)
@@ -298,14 +304,16 @@ class RecvTensorResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RecvTensorsRequest(_message.Message):
-    __slots__ = ("step_id", "key", "timeout_in_ms")
+    __slots__ = ("step_id", "key", "timeout_in_ms", "wait_all")
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_IN_MS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_ALL_FIELD_NUMBER: _ClassVar[int]
     step_id: int
     key: _containers.RepeatedScalarFieldContainer[str]
     timeout_in_ms: int
-    def __init__(self, step_id: _Optional[int] = ..., key: _Optional[_Iterable[str]] = ..., timeout_in_ms: _Optional[int] = ...) -> None: ...
+    wait_all: bool
+    def __init__(self, step_id: _Optional[int] = ..., key: _Optional[_Iterable[str]] = ..., timeout_in_ms: _Optional[int] = ..., wait_all: _Optional[bool] = ...) -> None: ...
 
 class RecvTensorsResponse(_message.Message):
     __slots__ = ("index",)
