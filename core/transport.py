@@ -23,7 +23,11 @@ __all__ = ["Transport", "MessageTransport", "Channel", "ServerHandle", "Handler"
 #: the handler returns or longer if the transport keeps the frame alive); the reply's
 #: buffers are any objects exporting the buffer protocol (bytes, memoryview, contiguous
 #: numpy arrays). The handler never raises for a bad request: errors travel in the reply
-#: header. It may block for a long time (a step, a blocked receive).
+#: header. It may block for a long time (a step, a blocked receive). The core's handler
+#: also has ``dispatch(method, header, buffers)``, which returns either the reply, when
+#: it could be computed without waiting, or a zero-argument callable computing it that
+#: may block: a server with an I/O thread may call it there and run only the callables
+#: elsewhere (see docs/plugins.md, "Message transports").
 Handler = Callable[[str, bytes, "list[Any]"], "tuple[bytes, Sequence[Any]]"]
 
 

@@ -1,11 +1,13 @@
 """The ZeroMQ message transport (``zmq://host:port``), built on pyzmq.
 
-A server is one ROUTER socket bound to ``tcp://host:port``; a :class:`Channel` is one
-DEALER socket connected to it. zmq sockets are not thread-safe, so each socket belongs
-to one I/O thread; other threads hand it work through a mailbox (a deque plus a wake-up
-message on an inproc PUSH/PULL pair that the I/O thread polls next to its socket).
-Requests run on a pool of handler threads that grows without a fixed limit (a new
-thread whenever none is idle), so handlers that block on each other cannot deadlock.
+A server is one ROUTER socket bound to ``tcp://host:port``; a channel holds DEALER
+sockets connected to it. zmq sockets are not thread-safe: a server's socket is shared
+under a lock, which its I/O thread holds only while it takes messages in (it waits on
+the socket's ``zmq.FD`` without it). The I/O thread answers at once the requests the
+handler can answer without waiting (the handler's optional ``dispatch``, see
+flowrt.transport); the others run on a pool of handler threads that grows without a
+fixed limit (a new thread whenever none is idle), so handlers that block on each other
+cannot deadlock. A reply is sent by the thread that computed it.
 
 Wire format
 -----------
