@@ -207,6 +207,7 @@ class MasterSession:
             p[0].deregister_graph(p[1])
         cs.parts = []
         cs.push = {}
+        cs.first_inline = None
         if len(used) > 1:
             parts = partition(ir, placed, runtime)
             together = pull_together(parts)

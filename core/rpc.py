@@ -84,7 +84,10 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any],
         m.shape.extend(arr.shape)
         m.buffer = -1
         return
-    m.dtype = _dt.as_dtype(arr.dtype).as_datatype_enum
+    enum = _ENUM_OF.get(arr.dtype)
+    if enum is None:
+        enum = _ENUM_OF[arr.dtype] = _dt.as_dtype(arr.dtype).as_datatype_enum
+    m.dtype = enum
     m.shape.extend(arr.shape)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
@@ -107,7 +110,7 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
     ``same_host`` (the message carried this machine's token)."""
     if meta.is_dead:
         return DEAD
-    shape = tuple(int(d) for d in meta.shape)
+    shape = tuple(meta.shape)
     if any(d < 0 for d in shape):
         raise errors.InvalidArgumentError(None, None, f"tensor with negative shape {shape}")
     if meta.shm:
@@ -132,7 +135,6 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
                                               "nor a TensorProto")
         return make_ndarray(meta.proto)
     np_dtype = _wire_dtype(meta.dtype)
-    dt = _dt.as_dtype(meta.dtype)
     if meta.buffer >= len(buffers):
         raise errors.InvalidArgumentError(None, None, f"tensor refers to buffer "
                                           f"{meta.buffer}; the message has {len(buffers)}")
@@ -143,7 +145,8 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
     nbytes = memoryview(buf).nbytes
     if nbytes != n * np_dtype.itemsize:
         raise errors.InvalidArgumentError(
-            None, None, f"tensor of shape {list(shape)} and dtype {dt.name} needs "
+            None, None, f"tensor of shape {list(shape)} and dtype "
+            f"{_dt.as_dtype(meta.dtype).name} needs "
             f"{n * np_dtype.itemsize} bytes, the buffer has {nbytes}")
     arr = np.frombuffer(buf, dtype=np_dtype) if n else np.empty(0, np_dtype)
     arr = arr.reshape(shape)
@@ -152,13 +155,23 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
     return arr
 
 
+_ENUM_OF: dict[np.dtype, int] = {}  # numpy dtype -> DataType enum (encode)
+_WIRE_DTYPES: dict[int, np.dtype] = {}  # DataType enum -> little-endian numpy dtype
+
+
 def _wire_dtype(enum: int) -> np.dtype:
+    d = _WIRE_DTYPES.get(enum)
+    if d is not None:
+        return d
     try:
         dt = _dt.as_dtype(enum)
-        return np.dtype(dt.as_numpy_dtype).newbyteorder("<")
+        d = np.dtype(dt.as_numpy_dtype).newbyteorder("<")
     except (TypeError, ValueError, KeyError) as e:
         raise errors.InvalidArgumentError(None, None, f"bad tensor dtype {enum}: "
                                           f"{e}") from None
+    if len(_WIRE_DTYPES) < 256:
+        _WIRE_DTYPES[enum] = d
+    return d
 
 
 def pack(body: Any = None, tensors: Sequence[Any] = (),
@@ -311,6 +324,7 @@ class ServiceHandler:
         fn = entry[1]
         now = self._now.get(method)
         if now is not None:
+            t0 = time.perf_counter()
             try:
                 out = now(req, tensors)
                 if out is not None:
@@ -320,6 +334,10 @@ class ServiceHandler:
             except Exception as e:  # noqa: BLE001 - every failure becomes a reply
                 return pack(status=errors.InternalError(
                     None, None, f"{method}: {type(e).__name__}: {e}"))
+            finally:
+                if method == "Worker/RunGraph" and \
+                        time.perf_counter() - t0 > self.quick_limit_s:
+                    self.worker.not_quick(req.graph_handle)
         elif method in self._instant:
             return self._answer(method, fn, req, tensors, same)
         return functools.partial(self._answer, method, fn, req, tensors, same)
@@ -489,6 +507,11 @@ class ServiceHandler:
         resp.clock = time.perf_counter()
         resp.pushed_key.extend(k for k, _ in pushed)
         return resp, [out[p] for p in positions] + [v for _, v in pushed]
+
+    #: a graph whose step, answered at once, took longer than this many seconds is
+    #: run on a handler thread from then on (its server's I/O thread answers nothing
+    #: else meanwhile, health checks included)
+    quick_limit_s = 0.005
 
     def _run_graph_now(self, req: Any, tensors: list[Any]) -> Any:
         if self.worker.runs_without_blocking(req.graph_handle):

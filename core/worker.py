@@ -382,6 +382,13 @@ class Worker:
         reg = self._graphs.get(graph_handle)
         return reg is not None and reg.quick
 
+    def not_quick(self, graph_handle: str) -> None:
+        """Stop treating a registered graph as one that runs straight through, briefly
+        (a step of it took long: its tensors are large)."""
+        reg = self._graphs.get(graph_handle)
+        if reg is not None:
+            reg.quick = False
+
     def is_light(self, graph_handle: str) -> bool:
         """Whether the registered graph has no expensive kernel (it may still wait for
         its inputs)."""
