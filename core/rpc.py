@@ -508,10 +508,10 @@ class ServiceHandler:
         resp.pushed_key.extend(k for k, _ in pushed)
         return resp, [out[p] for p in positions] + [v for _, v in pushed]
 
-    #: a graph whose step, answered at once, took longer than this many seconds is
-    #: run on a handler thread from then on (its server's I/O thread answers nothing
-    #: else meanwhile, health checks included)
-    quick_limit_s = 0.005
+    #: a graph whose step, answered at once, took longer than this many seconds (twice:
+    #: once may be a pause of the process) is run on a handler thread from then on (its
+    #: server's I/O thread answers nothing else meanwhile, health checks included)
+    quick_limit_s = 0.02
 
     def _run_graph_now(self, req: Any, tensors: list[Any]) -> Any:
         if self.worker.runs_without_blocking(req.graph_handle):

@@ -29,7 +29,7 @@ class _Registered:
     """A registered graph: one executor per device partition."""
 
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
-                 "positions", "transfers", "quick", "light", "together", "expect")
+                 "positions", "transfers", "quick", "light", "together", "expect", "slow")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int, pull_together: Sequence[str] = ()):
@@ -46,6 +46,7 @@ class _Registered:
         self.light = not any(c.expensive for ex, _ in parts for c in ex.nodes)
         # it runs straight through, never waiting for another step or task
         self.quick = self.light and self.executor is not None and self.straight_line
+        self.slow = 0  # steps answered at once that took long (see Worker.not_quick)
         # per sending device: the keys of the receives pulled together (see
         # _WorkerRendezvous)
         names = set(pull_together)
@@ -383,11 +384,13 @@ class Worker:
         return reg is not None and reg.quick
 
     def not_quick(self, graph_handle: str) -> None:
-        """Stop treating a registered graph as one that runs straight through, briefly
-        (a step of it took long: its tensors are large)."""
+        """A step of a registered graph that runs straight through took long; the
+        second time, stop treating it as brief (its tensors are large)."""
         reg = self._graphs.get(graph_handle)
         if reg is not None:
-            reg.quick = False
+            reg.slow += 1
+            if reg.slow >= 2:
+                reg.quick = False
 
     def is_light(self, graph_handle: str) -> bool:
         """Whether the registered graph has no expensive kernel (it may still wait for

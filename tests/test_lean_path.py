@@ -271,10 +271,12 @@ def test_a_quick_graph_whose_step_took_long_is_deferred_from_then_on(handler, wo
     gs = _Graphs(worker)
     h = gs.register([gs.add])
     monkeypatch.setattr(handler, "quick_limit_s", 0.0)  # every step "took long"
-    first = handler.dispatch("Worker/RunGraph",
-                             *pack(pb.RunGraphRequest(graph_handle=h, step_id=31)))
-    assert _is_reply(first)  # this one was answered at once ...
-    assert not worker.runs_without_blocking(h)  # ... and the graph was demoted
+    for step in (30, 31):
+        r = handler.dispatch("Worker/RunGraph",
+                             *pack(pb.RunGraphRequest(graph_handle=h, step_id=step)))
+        assert _is_reply(r)  # answered at once ...
+        # ... and one slow step may be a pause: the graph is demoted after the second
+        assert worker.runs_without_blocking(h) == (step == 30)
     later = handler.dispatch("Worker/RunGraph",
                              *pack(pb.RunGraphRequest(graph_handle=h, step_id=32)))
     assert callable(later)
