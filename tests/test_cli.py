@@ -127,3 +127,13 @@ def test_intra_op_threads_set_the_blas_thread_count():
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() in ("ok", "no openblas")
+
+
+def test_python_dash_m_flowrt_is_the_flowrt_command():
+    r = subprocess.run([sys.executable, "-m", "flowrt", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "usage: flowrt" in r.stdout and "server" in r.stdout
+    bad = subprocess.run([sys.executable, "-m", "flowrt", "no-such-command"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0
