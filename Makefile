@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # A separate environment with tensorflow-cpu for side-by-side runs (never a dependency).
 TF_VENV ?= ../tf-venv
 
-.PHONY: demo test compat bench bench-dist plugins clean
+.PHONY: demo test compat bench bench-dist bench-rtt plugins clean
 
 EXAMPLE_PLUGIN := $(wildcard examples/flowrt-example-plugin/pyproject.toml examples/flowrt-example-plugin/src/*/*.py examples/flowrt-example-plugin/*/*.py)
 
@@ -39,6 +39,10 @@ bench:
 bench-dist:
 	@test -x $(TF_VENV)/bin/python || { echo "make bench-dist needs a TensorFlow environment at $(TF_VENV)"; exit 2; }
 	$(TF_VENV)/bin/python bench/dist_bench.py --markdown --repeats 3
+
+# Round-trip floors of the bare libraries and of flowrt's transports (no TensorFlow).
+bench-rtt: $(STAMP)
+	$(VPY) bench/rtt_bench.py --markdown
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
