@@ -210,7 +210,7 @@ class MasterSession:
         cs.first_inline = None
         if len(used) > 1:
             parts = partition(ir, placed, runtime)
-            together = pull_together(parts)
+            together = pull_together(parts, runtime)
             by_worker: dict[int, list[Any]] = {}
             for p in parts:
                 by_worker.setdefault(id(owners[id(p.device)]), []).append(p)

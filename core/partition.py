@@ -137,19 +137,32 @@ def _task(device: str) -> tuple[str | None, int | None]:
     return sp.job, sp.task
 
 
-def pull_together(parts: list[Partition]) -> set[str]:
+def pull_together(parts: list[Partition], runtime: Any = None) -> set[str]:
     """The ``_Recv`` nodes whose tensors their task may pull from the sending task in
     one call that waits for all of them.
 
     For a pair of tasks (sender S, receiver D) that holds when no tensor S sends to D
     depends, through the whole step (any task), on D having received another tensor
-    from S: then waiting for all of them cannot deadlock. Steps with loops are left
-    out (their transfers repeat per iteration)."""
+    from S: then waiting for all of them cannot deadlock. Only graph edges are
+    followed, so steps with a kernel that waits for something else (an ``async``
+    kernel other than ``_Recv``: a queue, an accumulator, a barrier, which may wait
+    for another node of the same step) are left out, as are steps with loops (their
+    transfers repeat per iteration). Without ``runtime`` the kernels are not known:
+    nothing is pulled together."""
+    if runtime is None:
+        return set()
     nodes = {n.name: n for p in parts for n in p.ir.nodes.values()}
     if any(n.type in _ENTER or n.type in _EXIT or n.type in ("NextIteration",
                                                              "RefNextIteration")
            for n in nodes.values()):
         return set()
+    for p in parts:
+        for n in p.ir.nodes.values():
+            if n.type == "_Recv":
+                continue
+            k = runtime.find_kernel(n.type, p.device.device_type)
+            if k is None or k.kind == "async":
+                return set()
     succ: dict[str, list[str]] = {}
     for n in nodes.values():
         for src, _ in n.inputs:

@@ -124,7 +124,7 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
             n *= d
         arr = _shm.open_segment(meta.shm, n * np_dtype.itemsize).view(np_dtype)
         arr = arr.reshape(shape)
-        if arr.dtype.byteorder not in "=|":
+        if not arr.dtype.isnative:  # a big-endian host
             arr = arr.astype(arr.dtype.newbyteorder("="))
         return arr
     if meta.buffer < 0:
@@ -150,7 +150,7 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
             f"{n * np_dtype.itemsize} bytes, the buffer has {nbytes}")
     arr = np.frombuffer(buf, dtype=np_dtype) if n else np.empty(0, np_dtype)
     arr = arr.reshape(shape)
-    if arr.dtype.byteorder not in "=|":
+    if not arr.dtype.isnative:  # a big-endian host
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
 
