@@ -563,20 +563,25 @@ class Worker:
         r = self._step_rendezvous(step_id)
         cond = threading.Condition()
         got: dict[int, tuple[Any, BaseException | None]] = {}
+        # wake the waiting thread only once enough arrived (every arrival wakes it
+        # after the withdrawal below): each needless wake-up is a thread switch
+        enough = [len(keys) if wait_all else 1]
 
         def waiter(i: int) -> Any:
             def arrived(item: Any, err: BaseException | None) -> None:
                 with cond:
                     got[i] = (item, err)
-                    cond.notify_all()
+                    if len(got) >= enough[0]:
+                        cond.notify_all()
             return arrived
 
         callbacks = [waiter(i) for i in range(len(keys))]
         for k, cb in zip(keys, callbacks):
             r.recv_async(k, cb)
-        n = len(keys) if wait_all else 1
         with cond:
-            cond.wait_for(lambda: len(got) >= n, RECV_TIMEOUT if timeout is None else timeout)
+            cond.wait_for(lambda: len(got) >= enough[0],
+                          RECV_TIMEOUT if timeout is None else timeout)
+            enough[0] = 0
         taken = _withdraw(r, keys, callbacks)
         with cond:  # a callback a send just took is about to run: wait for it
             complete = cond.wait_for(lambda: taken <= got.keys(), 10.0)

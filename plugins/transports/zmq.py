@@ -86,6 +86,10 @@ _ENV = struct.Struct("<2sBBQIHH")
 _MAGIC, _VERSION = b"FZ", 1
 _REQUEST, _REPLY, _ERROR = 1, 2, 3
 _CHUNKED = 0x80
+# plain ints for the options and flags of the hot paths (pyzmq's enum members cost
+# a conversion on every use)
+_EVENTS_OPT, _POLLIN, _RCVMORE = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVMORE)
+_NOBLOCK, _RCVTIMEO = int(zmq.NOBLOCK), int(zmq.RCVTIMEO)
 
 
 class _Refused(Exception):
@@ -164,16 +168,16 @@ def _recv_message(sock: zmq.Socket, peer: bool, limit: int, flags: int = 0
     try:
         if peer:
             ident = first
-            if not more(zmq.RCVMORE):
+            if not more(_RCVMORE):
                 raise _Refused(errors.INTERNAL, "a message needs an envelope frame")
             first = sock.recv()
         msg = _receive_body(sock, first, limit)
-        if more(zmq.RCVMORE):
+        if more(_RCVMORE):
             raise _Refused(errors.INTERNAL, "the message has more frames than its envelope "
                                             "describes", msg[1])
         return ident, msg
     except _Refused as e:
-        while more(zmq.RCVMORE):
+        while more(_RCVMORE):
             sock.recv(copy=False)
         e.peer = ident
         raise
@@ -204,7 +208,7 @@ def _receive_body(sock: zmq.Socket, env: bytes, limit: int) -> _Message:
     more = sock.getsockopt
 
     def next_frame() -> None:
-        if not more(zmq.RCVMORE):
+        if not more(_RCVMORE):
             raise _Refused(errors.INTERNAL, f"the message has fewer frames than its envelope "
                                             f"describes ({nbuf} buffer(s))", rid)
 
@@ -437,7 +441,7 @@ class _Server(ServerHandle):
                     with lock:
                         if self._closed:
                             return
-                        if not sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                        if not sock.getsockopt(_EVENTS_OPT) & _POLLIN:
                             break
                         try:
                             req = self._receive(sock, limit)
@@ -460,7 +464,7 @@ class _Server(ServerHandle):
         refused (its error reply is sent)."""
         try:
             ident, (kind, rid, method, _, header, buffers) = _recv_message(
-                sock, True, limit, zmq.NOBLOCK)
+                sock, True, limit, _NOBLOCK)
             if kind != _REQUEST:
                 e = _Refused(errors.INTERNAL, f"expected a request, got message kind {kind}",
                              rid)
@@ -500,7 +504,7 @@ class _Server(ServerHandle):
     def _send(self, ident: bytes, frames: list[Any]) -> None:
         """Send on the socket (the lock held)."""
         try:
-            self._sock.send_multipart([ident, *frames], zmq.NOBLOCK, copy=False)
+            self._sock.send_multipart([ident, *frames], _NOBLOCK, copy=False)
         except zmq.ZMQError:
             pass  # the client went away (ROUTER_MANDATORY): nobody to answer
 
@@ -554,7 +558,7 @@ class _Server(ServerHandle):
                 return  # stopped meanwhile: the caller has had its error
             self._send(ident, frames)
             if threading.current_thread() is not self._io and \
-                    self._sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                    self._sock.getsockopt(_EVENTS_OPT) & _POLLIN:
                 self._mail.put("wake")  # the send may have taken the I/O thread's wake-up
             if not self._inflight:
                 self._lock.notify_all()
@@ -608,7 +612,7 @@ class _Link:
     def events(self) -> None:
         """Take in the monitor's events (without blocking)."""
         mon = self.mon
-        while mon.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while mon.getsockopt(_EVENTS_OPT) & _POLLIN:
             ev = recv_monitor_message(mon)["event"]
             if ev == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.ready, self.down = True, False
@@ -737,7 +741,7 @@ class _Channel(Channel):
         while True:  # a blocking receive, a slice at a time, then a look at the monitor
             ms = self._slice(method, deadline, timeout, cancel)
             if ms != link.rcvtimeo:
-                sock.setsockopt(zmq.RCVTIMEO, ms)
+                sock.setsockopt(_RCVTIMEO, ms)
                 link.rcvtimeo = ms
             try:
                 got = self._reply(sock, rid, method, 0)
@@ -746,7 +750,7 @@ class _Channel(Channel):
                 if link.dropped:
                     try:  # a reply that made it before the connection dropped
                         while True:
-                            got = self._reply(sock, rid, method, zmq.NOBLOCK)
+                            got = self._reply(sock, rid, method, _NOBLOCK)
                             if got is not None:
                                 return got
                     except zmq.Again:
