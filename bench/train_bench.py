@@ -32,13 +32,14 @@ EXAMPLE = os.path.join(ROOT, "examples", "distributed_train.py")
 
 
 def measure(python: str, impl: str, protocol: str, mode: str, workers: int,
-            steps: int) -> dict[str, Any]:
+            steps: int, intra_op: int = 1) -> dict[str, Any]:
     """One run of the example's cluster; the chief's summary (or an error)."""
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "result.json")
         cmd = [python, EXAMPLE, "--launch", "--impl", impl, "--protocol", protocol,
                "--mode", mode, "--workers", str(workers), "--steps", str(steps),
-               "--log-every", "0", "--result", result]
+               "--log-every", "0", "--result", result,
+               "--intra-op-threads", str(intra_op)]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
@@ -57,7 +58,8 @@ def measure(python: str, impl: str, protocol: str, mode: str, workers: int,
 def run_one(a: argparse.Namespace) -> int:
     for mode in a.modes.split(","):
         for n in [int(w) for w in a.workers.split(",")]:
-            res = measure(sys.executable, a.impl, a.protocol, mode, n, a.steps)
+            res = measure(sys.executable, a.impl, a.protocol, mode, n, a.steps,
+                          a.intra_op_threads)
             print(json.dumps({"impl": a.impl, "protocol": a.protocol, "mode": mode,
                               "workers": n, **res}), flush=True)
     return 0
@@ -73,7 +75,8 @@ def drive(a: argparse.Namespace) -> int:
         for mode in a.modes.split(","):
             for n in [int(w) for w in a.workers.split(",")]:
                 for impl, proto, python in combos:
-                    res = measure(python, impl, proto, mode, n, a.steps)
+                    res = measure(python, impl, proto, mode, n, a.steps,
+                                  a.intra_op_threads)
                     if "error" in res:
                         errors.append(f"{impl}/{proto}/{mode}/{n}: {res['error']}")
                     else:
@@ -122,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tf-python", default=sys.executable,
                    help="the interpreter with TensorFlow (and flowrt) for the TF runs")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--intra-op-threads", type=int, default=1,
+                   help="intra_op_parallelism_threads of every task of both libraries "
+                        "(0: each library's default)")
     a = p.parse_args(argv)
     if a.impl:
         return run_one(a)

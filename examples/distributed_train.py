@@ -104,6 +104,13 @@ def build_model(tf: Any, a: argparse.Namespace, cluster: dict[str, list[str]],
     return m
 
 
+def _threads_config(tf: Any, a: argparse.Namespace) -> Any:
+    """A server config with ``--intra-op-threads`` (None: the library's default)."""
+    if not a.intra_op_threads:
+        return None
+    return tf.ConfigProto(intra_op_parallelism_threads=a.intra_op_threads)
+
+
 def run_worker(a: argparse.Namespace, cluster: dict[str, list[str]], task: int,
                log: Any = print, tf: Any = None) -> dict[str, Any]:
     """Train as worker ``task`` (task 0 is the chief) against the cluster's ps tasks;
@@ -114,7 +121,8 @@ def run_worker(a: argparse.Namespace, cluster: dict[str, list[str]], task: int,
     target = a.target
     if not target:  # this process serves its own task too
         server = tf.train.Server(tf.train.ClusterSpec(cluster), job_name="worker",
-                                 task_index=task, protocol=a.protocol)
+                                 task_index=task, protocol=a.protocol,
+                                 config=_threads_config(tf, a))
         target = server.target
     xs, ys = make_data(8000, seed=0)
     xt, yt = make_data(2000, seed=1)
@@ -122,6 +130,8 @@ def run_worker(a: argparse.Namespace, cluster: dict[str, list[str]], task: int,
     # this replica's sessions use the ps tasks and its own task only: they neither wait
     # for nor depend on the other workers (TF's usual setting for between-graph training)
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{task}"])
+    if a.intra_op_threads:
+        config.intra_op_parallelism_threads = a.intra_op_threads
     graph = tf.Graph()
     with graph.as_default():
         m = build_model(tf, a, cluster, task)
@@ -223,6 +233,8 @@ def launch_processes(a: argparse.Namespace, argv: list[str]) -> int:
                 if a.impl == "tf":
                     cmd = [sys.executable, os.path.abspath(__file__), "--impl", "tf",
                            "--cluster", cfile, "--job", "ps", "--task", str(i)]
+                if a.intra_op_threads:
+                    cmd += ["--intra-op-threads", str(a.intra_op_threads)]
                 procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True))
                 _relay(procs[-1], f"ps{i}")
@@ -317,6 +329,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.003)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--intra-op-threads", type=int, default=0,
+                   help="ConfigProto.intra_op_parallelism_threads of every task "
+                        "(0: the library's default)")
     p.add_argument("--replicas-to-aggregate", type=int, default=0,
                    help="sync mode: gradients per step (default: --workers)")
     p.add_argument("--lost-worker-secs", type=float, default=10.0,
@@ -359,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.job == "ps":  # a ps task in this process (TensorFlow's way)
         tf = load_impl(a.impl)
         server = tf.train.Server(tf.train.ClusterSpec(cluster), job_name="ps",
-                                 task_index=a.task, protocol=a.protocol)
+                                 task_index=a.task, protocol=a.protocol,
+                                 config=_threads_config(tf, a))
         print(f"ps {a.task}: serving {server.target}", flush=True)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         server.join()
