@@ -19,6 +19,7 @@ from flowrt.executor import DEAD
 from flowrt.rendezvous import make_key
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
+from _pulls import CountingClient, DeferredPool
 
 PS_CPU = "/job:ps/replica:0/task:0/device:CPU:0"
 W0_CPU = "/job:worker/replica:0/task:0/device:CPU:0"
@@ -79,42 +80,11 @@ def test_recv_tensors_reports_an_aborted_step():
 
 
 # -- the receiving side: one RPC for a burst of keys ----------------------------------
-class _CountingClient:
-    """A worker seen through a counting ``recv_tensors``."""
-
-    def __init__(self, worker: Worker):
-        self.worker = worker
-        self.calls: list[list[str]] = []
-        self.target = "fake://ps"
-
-    def recv_tensors(self, step_id, keys, timeout=None, wait_all=False):
-        self.calls.append(list(keys))
-        self.wait_all = wait_all
-        return self.worker.recv_tensors(step_id, keys, timeout, wait_all)
-
-
-class _DeferredPool:
-    """Holds submitted pulls until :meth:`drain`: a burst of receives is issued first."""
-
-    def __init__(self):
-        self.jobs: list = []
-
-    def submit(self, fn, *a):
-        self.jobs.append((fn, a))
-
-    def drain(self):
-        jobs, self.jobs = self.jobs, []
-        ts = [threading.Thread(target=fn, args=a, daemon=True) for fn, a in jobs]
-        for t in ts:
-            t.start()
-        return ts
-
-
 def _pair(monkeypatch):
     ps = Worker(None, "ps", 0)
-    client = _CountingClient(ps)
+    client = CountingClient(ps)
     w0 = Worker(None, "worker", 0, resolver=lambda job, task: client)
-    pool = _DeferredPool()
+    pool = DeferredPool()
     monkeypatch.setattr(worker_mod, "_partition_pool", lambda: pool)
     return ps, w0, client, pool
 
@@ -141,7 +111,7 @@ def test_a_burst_of_receives_from_one_task_is_one_rpc(monkeypatch, n):
     assert len(pool.jobs) == 1  # the first receive scheduled the pull; the rest joined
     pool.drain()
     assert done.wait(5.0)
-    assert client.calls == [[_key(i) for i in range(n)]]
+    assert client.calls == [([_key(i) for i in range(n)], False)]
     for i in range(n):
         np.testing.assert_array_equal(results[i], np.full(3, i, np.float32))
 
@@ -171,9 +141,9 @@ def test_keys_not_ready_are_asked_for_again(monkeypatch):
                         args=(_key(i), (np.int32(i), _src()))).start()
     assert got_all.wait(5.0)
     assert results == {0: 0, 1: 10, 2: 2}
-    assert client.calls[0] == [_key(0), _key(1), _key(2)]
-    assert client.calls[1] == [_key(0), _key(2)]
-    assert sum(len(c) for c in client.calls) <= 3 + 2 + 1
+    assert client.calls[0][0] == [_key(0), _key(1), _key(2)]
+    assert client.calls[1][0] == [_key(0), _key(2)]
+    assert sum(len(c) for c, _ in client.calls) <= 3 + 2 + 1
 
 
 def test_a_pull_in_flight_does_not_hold_later_keys(monkeypatch):
@@ -210,7 +180,7 @@ def test_a_failed_pull_fails_every_key_of_the_batch_naming_the_task(monkeypatch)
             raise errors.UnavailableError(None, None, "connection refused")
 
     w0 = Worker(None, "worker", 0, resolver=lambda job, task: Down())
-    pool = _DeferredPool()
+    pool = DeferredPool()
     monkeypatch.setattr(worker_mod, "_partition_pool", lambda: pool)
     rdv = _WorkerRendezvous(w0, 8, w0.rendezvous_mgr.find_or_create(8), 5.0)
     errs: list[BaseException] = []

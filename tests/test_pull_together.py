@@ -25,6 +25,7 @@ from flowrt.rendezvous import Rendezvous, make_key
 from flowrt.runtime import default_runtime
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
+from _pulls import CountingClient, DeferredPool
 
 PS = "/job:ps/task:0"
 W0 = "/job:worker/task:0"
@@ -210,42 +211,12 @@ class _Host:
         return v
 
 
-class _CountingClient:
-    """The ps worker seen through a counting ``recv_tensors``."""
-
-    def __init__(self, worker: Worker):
-        self.worker = worker
-        self.calls: list[tuple[list[str], bool]] = []
-        self.target = "fake://ps"
-
-    def recv_tensors(self, step_id, keys, timeout=None, wait_all=False):
-        self.calls.append((list(keys), wait_all))
-        return self.worker.recv_tensors(step_id, keys, timeout, wait_all)
-
-
-class _DeferredPool:
-    """Holds submitted pulls until :meth:`drain`."""
-
-    def __init__(self):
-        self.jobs: list = []
-
-    def submit(self, fn, *a):
-        self.jobs.append((fn, a))
-
-    def drain(self):
-        jobs, self.jobs = self.jobs, []
-        ts = [threading.Thread(target=fn, args=a, daemon=True) for fn, a in jobs]
-        for t in ts:
-            t.start()
-        return ts
-
-
 @pytest.fixture
 def pair(monkeypatch):
     ps = Worker(None, "ps", 0)
-    client = _CountingClient(ps)
+    client = CountingClient(ps)
     w0 = Worker(None, "worker", 0, resolver=lambda job, task: client)
-    pool = _DeferredPool()
+    pool = DeferredPool()
     monkeypatch.setattr(worker_mod, "_partition_pool", lambda: pool)
     return ps, w0, client, pool
 
