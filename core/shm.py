@@ -30,7 +30,8 @@ Nothing is left behind or overwritten while read:
 - a segment still lent after :data:`CLAIM_S` seconds (its receiver died, or keeps the
   tensor) is retired the same way;
 - a process unlinks its pool when it exits, and :func:`sweep_orphans` (run when a
-  server starts) removes the files of processes that were killed;
+  server starts, and when a process first writes a segment) removes the files of
+  processes that were killed;
 - the pool stops growing at :data:`MAX_POOL_BYTES` (or a quarter of ``/dev/shm``): the
   tensors that do not fit then travel on the socket.
 
@@ -124,6 +125,7 @@ class _Pool:
 
     def _control(self) -> mmap.mmap:
         if self._ctl is None:
+            sweep_orphans()  # what killed processes left, before adding our own
             path = os.path.join(DIR, self._name(0))
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW, 0o600)
             try:

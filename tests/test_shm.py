@@ -379,6 +379,21 @@ def test_sweep_orphans_removes_only_segments_of_dead_processes(monkeypatch, tmp_
     assert shm.sweep_orphans() == 0
 
 
+def test_the_first_write_of_a_process_sweeps_orphans(monkeypatch, tmp_path):
+    monkeypatch.setattr(shm, "DIR", str(tmp_path))
+    dead, tag = _dead_pid(), secrets.token_hex(8)
+    orphan = tmp_path / f"flowrt-{dead}-1-{tag}"
+    orphan.write_bytes(b"x" * 64)
+    p = shm._Pool()
+    try:
+        name = p.write(memoryview(_data(1000)).cast("B"))
+        assert name is not None and (tmp_path / name).exists()
+        assert not orphan.exists()  # swept before the pool made its control file
+    finally:
+        p.close()
+    assert os.listdir(tmp_path) == []
+
+
 def test_sweep_orphans_in_the_shared_memory_directory(pool, scratch):
     dead = _dead_pid()
     orphans = [_fake_name(dead, 0), _fake_name(dead, 1)]
