@@ -35,3 +35,19 @@ class DeferredPool:
         for t in ts:
             t.start()
         return ts
+
+
+def collector(n: int):
+    """``(results, done, cb)``: ``cb(i)`` is a receive callback storing the value (or
+    the error) of receive ``i`` in ``results``; ``done`` is set once ``n`` arrived."""
+    results: dict[int, object] = {}
+    done = threading.Event()
+
+    def cb(i: int):
+        def arrived(item, err):
+            results[i] = err if err is not None else item[0]
+            if len(results) == n:
+                done.set()
+        return arrived
+
+    return results, done, cb

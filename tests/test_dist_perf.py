@@ -19,7 +19,7 @@ from flowrt.executor import DEAD
 from flowrt.rendezvous import make_key
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
-from _pulls import CountingClient, DeferredPool
+from _pulls import CountingClient, DeferredPool, collector
 
 PS_CPU = "/job:ps/replica:0/task:0/device:CPU:0"
 W0_CPU = "/job:worker/replica:0/task:0/device:CPU:0"
@@ -96,15 +96,7 @@ def test_a_burst_of_receives_from_one_task_is_one_rpc(monkeypatch, n):
     for i in range(n):
         r.send(_key(i), (np.full(3, i, np.float32), _src()))
     rdv = _WorkerRendezvous(w0, 3, w0.rendezvous_mgr.find_or_create(3), 5.0)
-    results: dict[int, object] = {}
-    done = threading.Event()
-
-    def cb(i):
-        def arrived(item, err):
-            results[i] = err if err is not None else item[0]
-            if len(results) == n:
-                done.set()
-        return arrived
+    results, done, cb = collector(n)
 
     for i in range(n):
         rdv.recv_async(_key(i), cb(i))
@@ -122,15 +114,7 @@ def test_keys_not_ready_are_asked_for_again(monkeypatch):
     ps._running_steps[4] = 1  # the step runs on ps: its rendezvous stays
     r.send(_key(1), (np.int32(10), _src()))
     rdv = _WorkerRendezvous(w0, 4, w0.rendezvous_mgr.find_or_create(4), 5.0)
-    results: dict[int, object] = {}
-    got_all = threading.Event()
-
-    def cb(i):
-        def arrived(item, err):
-            results[i] = item[0]
-            if len(results) == 3:
-                got_all.set()
-        return arrived
+    results, got_all, cb = collector(3)
 
     for i in range(3):
         rdv.recv_async(_key(i), cb(i))

@@ -25,7 +25,7 @@ from flowrt.rendezvous import Rendezvous, make_key
 from flowrt.runtime import default_runtime
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
-from _pulls import CountingClient, DeferredPool
+from _pulls import CountingClient, DeferredPool, collector
 
 PS = "/job:ps/task:0"
 W0 = "/job:worker/task:0"
@@ -221,20 +221,6 @@ def pair(monkeypatch):
     return ps, w0, client, pool
 
 
-def _collector(n: int):
-    results: dict[int, object] = {}
-    done = threading.Event()
-
-    def cb(i):
-        def arrived(item, err):
-            results[i] = err if err is not None else item[0]
-            if len(results) == n:
-                done.set()
-        return arrived
-
-    return results, done, cb
-
-
 def _send_later(ps: Worker, step: int, keys_values, gap: float = 0.02) -> threading.Thread:
     """Send ``(key, value)`` pairs on ps one after another from a thread of their own."""
     def run():
@@ -253,7 +239,7 @@ def test_expect_starts_one_pull_once_every_receive_asked(pair, n):
     ps._running_steps[3] = 1  # the step runs on ps: its rendezvous stays
     rdv = _WorkerRendezvous(w0, 3, w0.rendezvous_mgr.find_or_create(3), 5.0,
                             expect={("ps", 0): n})
-    results, done, cb = _collector(n)
+    results, done, cb = collector(n)
     for i in range(n):
         assert pool.jobs == []  # not yet: receives from ps are still to come
         rdv.recv_async(_key(i), cb(i))
@@ -274,7 +260,7 @@ def test_without_expect_the_first_receive_starts_the_pull(pair):
     r = ps.rendezvous_mgr.find_or_create(4)
     r.send(_key(0), (np.float32(5), _Host()))
     rdv = _WorkerRendezvous(w0, 4, w0.rendezvous_mgr.find_or_create(4), 5.0)
-    results, done, cb = _collector(1)
+    results, done, cb = collector(1)
     rdv.recv_async(_key(0), cb(0))
     assert len(pool.jobs) == 1
     pool.drain()
@@ -287,7 +273,7 @@ def test_expect_for_another_task_leaves_pulls_from_ps_as_they_were(pair):
     ps.rendezvous_mgr.find_or_create(5).send(_key(0), (np.float32(1), _Host()))
     rdv = _WorkerRendezvous(w0, 5, w0.rendezvous_mgr.find_or_create(5), 5.0,
                             expect={("worker", 1): 2})
-    results, done, cb = _collector(1)
+    results, done, cb = collector(1)
     rdv.recv_async(_key(0), cb(0))
     assert len(pool.jobs) == 1
     pool.drain()
@@ -299,7 +285,7 @@ def test_an_aborted_step_fails_receives_still_gathering(pair):
     ps, w0, client, pool = pair
     rdv = _WorkerRendezvous(w0, 6, w0.rendezvous_mgr.find_or_create(6), 5.0,
                             expect={("ps", 0): 3})
-    results, done, cb = _collector(2)
+    results, done, cb = collector(2)
     rdv.recv_async(_key(0), cb(0))
     rdv.recv_async(_key(1), cb(1))
     err = errors.AbortedError(None, None, "step 6 was cancelled")
