@@ -113,21 +113,7 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
     shape = tuple(meta.shape)
     if any(d < 0 for d in shape):
         raise errors.InvalidArgumentError(None, None, f"tensor with negative shape {shape}")
-    if meta.shm:
-        if not same_host:
-            raise errors.InvalidArgumentError(None, None, "a tensor in shared memory from "
-                                              "a peer on another host (or one that did "
-                                              "not say which)")
-        np_dtype = _wire_dtype(meta.dtype)
-        n = 1
-        for d in shape:
-            n *= d
-        arr = _shm.open_segment(meta.shm, n * np_dtype.itemsize).view(np_dtype)
-        arr = arr.reshape(shape)
-        if not arr.dtype.isnative:  # a big-endian host
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        return arr
-    if meta.buffer < 0:
+    if meta.buffer < 0 and not meta.shm:
         from .graph_def import make_ndarray
 
         if not meta.HasField("proto"):
@@ -135,20 +121,28 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
                                               "nor a TensorProto")
         return make_ndarray(meta.proto)
     np_dtype = _wire_dtype(meta.dtype)
-    if meta.buffer >= len(buffers):
-        raise errors.InvalidArgumentError(None, None, f"tensor refers to buffer "
-                                          f"{meta.buffer}; the message has {len(buffers)}")
-    buf = buffers[meta.buffer]
     n = 1
     for d in shape:
         n *= d
-    nbytes = memoryview(buf).nbytes
-    if nbytes != n * np_dtype.itemsize:
-        raise errors.InvalidArgumentError(
-            None, None, f"tensor of shape {list(shape)} and dtype "
-            f"{_dt.as_dtype(meta.dtype).name} needs "
-            f"{n * np_dtype.itemsize} bytes, the buffer has {nbytes}")
-    arr = np.frombuffer(buf, dtype=np_dtype) if n else np.empty(0, np_dtype)
+    if meta.shm:
+        if not same_host:
+            raise errors.InvalidArgumentError(None, None, "a tensor in shared memory from "
+                                              "a peer on another host (or one that did "
+                                              "not say which)")
+        arr = _shm.open_segment(meta.shm, n * np_dtype.itemsize).view(np_dtype)
+    else:
+        if meta.buffer >= len(buffers):
+            raise errors.InvalidArgumentError(None, None, f"tensor refers to buffer "
+                                              f"{meta.buffer}; the message has "
+                                              f"{len(buffers)}")
+        buf = buffers[meta.buffer]
+        nbytes = memoryview(buf).nbytes
+        if nbytes != n * np_dtype.itemsize:
+            raise errors.InvalidArgumentError(
+                None, None, f"tensor of shape {list(shape)} and dtype "
+                f"{_dt.as_dtype(meta.dtype).name} needs "
+                f"{n * np_dtype.itemsize} bytes, the buffer has {nbytes}")
+        arr = np.frombuffer(buf, dtype=np_dtype) if n else np.empty(0, np_dtype)
     arr = arr.reshape(shape)
     if not arr.dtype.isnative:  # a big-endian host
         arr = arr.astype(arr.dtype.newbyteorder("="))

@@ -50,6 +50,8 @@ import time
 import weakref
 from typing import Any
 
+import numpy as np
+
 from . import errors
 
 __all__ = ["MIN_BYTES", "CLAIM_S", "MAX_POOL_BYTES", "host_token", "enabled", "write",
@@ -235,29 +237,30 @@ _controls: dict[str, mmap.mmap | None] = {}
 _controls_lock = threading.Lock()
 
 
-def _release(owner: str, slot: int) -> None:
-    """Give a segment back to its writer (the last view of its mapping is gone)."""
+def _release(writer: str, slot: int) -> None:
+    """Give a segment back to the process that wrote it (``writer``: its control file's
+    name) once the last view of its mapping is gone."""
     with _controls_lock:
-        ctl = _controls.get(owner, False)
+        ctl = _controls.get(writer, False)
         if ctl is False:
             ctl = None
             try:
-                fd = os.open(os.path.join(DIR, f"flowrt-{owner.replace('/', '-0-')}"),
-                             os.O_RDWR | os.O_NOFOLLOW)
+                fd = os.open(os.path.join(DIR, writer), os.O_RDWR | os.O_NOFOLLOW)
                 try:
-                    if os.fstat(fd).st_size == _SLOTS and os.fstat(fd).st_uid == os.getuid():
+                    st = os.fstat(fd)
+                    if st.st_size == _SLOTS and st.st_uid == os.getuid():
                         ctl = mmap.mmap(fd, _SLOTS, mmap.MAP_SHARED,
                                         mmap.PROT_READ | mmap.PROT_WRITE)
                 finally:
                     os.close(fd)
             except OSError:
-                ctl = None  # the writer is gone
+                pass  # the writer is gone: nothing to give back
             if len(_controls) > 256:
                 for v in _controls.values():
                     if v is not None:
                         v.close()
                 _controls.clear()
-            _controls[owner] = ctl
+            _controls[writer] = ctl
         if ctl is not None:
             try:
                 ctl[slot] = 0
@@ -336,10 +339,8 @@ def open_segment(name: str, nbytes: int) -> Any:
     if m is None or int(m.group(2)) < 1 or nbytes <= 0:
         raise errors.InvalidArgumentError(None, None, f"bad shared-memory segment "
                                           f"{name[:80]!r} ({nbytes} bytes)")
-    import numpy as np
-
     base = np.frombuffer(_mapped.get(name, nbytes), np.uint8, nbytes)
-    weakref.finalize(base, _release, f"{m.group(1)}/{m.group(3)}", int(m.group(2)))
+    weakref.finalize(base, _release, f"flowrt-{m.group(1)}-0-{m.group(3)}", int(m.group(2)))
     return base
 
 

@@ -32,7 +32,8 @@ class _Registered:
                  "positions", "transfers", "quick", "light", "together", "expect", "slow")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
-                 n_fetches: int, pull_together: Sequence[str] = ()):
+                 n_fetches: int, pull_together: Sequence[str] = (),
+                 task_of: Callable[[str], tuple[str, int] | None] = lambda d: None):
         self.handle, self.session = handle, session
         self.parts = parts
         self.n_fetches = n_fetches
@@ -59,8 +60,12 @@ class _Registered:
                                    str(a["recv_device"]), str(a["tensor_name"]))
                     together.setdefault(str(a["send_device"]), set()).add(key)
         self.together = {d: frozenset(k) for d, k in together.items()}
-        #: per sending task, how many keys it sends together (worked out at first run)
-        self.expect: dict[tuple[str, int], int] | None = None
+        #: per sending task, how many keys it sends together
+        self.expect: dict[tuple[str, int], int] = {}
+        for dev, keys in self.together.items():
+            t = task_of(dev)
+            if t is not None:
+                self.expect[t] = self.expect.get(t, 0) + len(keys)
 
 
 class _HostSource:
@@ -331,7 +336,7 @@ class Worker:
         with self._lock:
             self._graphs[handle] = _Registered(handle, session_handle,
                                                [(ex, list(range(len(fetches))))], len(fetches),
-                                               pull_together)
+                                               pull_together, self._task_of)
         return handle
 
     def register_partitions(self, session_handle: str, parts: Sequence[Any], n_fetches: int,
@@ -360,7 +365,7 @@ class Worker:
         handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
         with self._lock:
             self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches,
-                                               pull_together)
+                                               pull_together, self._task_of)
         return handle
 
     def _forget_transfers(self, session_handle: str, ir: GraphIR) -> None:
@@ -472,15 +477,7 @@ class Worker:
                         pushed: list[tuple[str, Any]] | None = None,
                         pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
         local = self._step_rendezvous(step_id)
-        expect = reg.expect
-        if expect is None:
-            counts: dict[tuple[str, int], int] = {}
-            for dev, keys in reg.together.items():
-                t = self._task_of(dev)
-                if t is not None:
-                    counts[t] = counts.get(t, 0) + len(keys)
-            expect = reg.expect = counts
-        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from, expect)
+        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from, reg.expect)
         with self._lock:
             self._running_steps[step_id] = self._running_steps.get(step_id, 0) + 1
         try:
