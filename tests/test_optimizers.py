@@ -222,30 +222,46 @@ def test_use_locking_same_results_and_attr():
         assert tops.apply_gradient_descent(v, 0.1, [1.0]).op.get_attr("use_locking") is False
 
 
-def test_use_locking_concurrent_updates_are_not_lost():
+def _hammer(s, op, n_threads, n_steps):
+    def worker():
+        for _ in range(n_steps):
+            s.run(op)
+
+    ts = [threading.Thread(target=worker) for _ in range(n_threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not any(t.is_alive() for t in ts)
+
+
+@pytest.mark.parametrize("use_locking", [True, False])
+def test_concurrent_updates_are_not_lost(use_locking):
+    # With or without use_locking: a whole-array update racing another must not drop it
+    # (TF's unlocked in-place updates lose next to nothing; asynchronous training relies
+    # on that). Large arrays, so numpy releases the GIL inside each update.
+    n_el = 200_000
     g = tf.Graph()
     with g.as_default():
-        v = tf.Variable(np.zeros(1000))
-        m = tf.Variable(np.zeros(1000))
-        step = tops.apply_momentum(v, m, np.float64(1.0), np.ones(1000), np.float64(1.0),
-                                   use_locking=True)
-    n_threads, n_steps = 4, 30
+        v = tf.Variable(np.zeros(n_el))
+        m = tf.Variable(np.zeros(n_el))
+        step = tops.apply_momentum(v, m, np.float64(1.0), np.ones(n_el), np.float64(1.0),
+                                   use_locking=use_locking)
+        c = tf.Variable(np.zeros(n_el))
+        add = tf.assign_add(c, np.ones(n_el), use_locking=use_locking)
+        sc = tf.Variable(np.zeros(n_el))
+        scat = tf.scatter_add(sc, np.arange(0, n_el, 2), np.ones(n_el // 2),
+                              use_locking=use_locking)
+    n_threads, n_steps = 4, 25
     with tf.Session(graph=g) as s:
-        s.run(tf.variables_initializer([v, m]))
-
-        def worker():
-            for _ in range(n_steps):
-                s.run(step.op)
-
-        ts = [threading.Thread(target=worker) for _ in range(n_threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        s.run(tf.global_variables_initializer())
+        _hammer(s, tf.group(step.op, add.op, scat.op), n_threads, n_steps)
         n = n_threads * n_steps
-        vv, mv = s.run([v, m])
+        vv, mv, cv, sv = s.run([v, m, c, sc])
     assert np.all(mv == n)  # accum = accum + 1 each step
     assert np.all(vv == -n * (n + 1) / 2)  # var -= accum
+    assert np.all(cv == n)
+    assert np.all(sv[::2] == n) and np.all(sv[1::2] == 0)
 
 
 # -- kernel errors ---------------------------------------------------------------------

@@ -411,7 +411,6 @@ def _int_div_at(cur: Any, idx: Any, upd: Any) -> None:
 
 def _scatter_kernel(kind: str) -> Any:
     def factory(ctx: Any) -> Any:
-        locking = ctx.attrs.get("use_locking", False)
         is_int = ctx.attrs["T"].is_integer
 
         def apply(cur: Any, idx: Any, upd: Any) -> Any:
@@ -445,10 +444,7 @@ def _scatter_kernel(kind: str) -> Any:
             return new
 
         def scatter(ref: Any, idx: Any, upd: Any) -> Any:
-            if locking:
-                with ref.lock:
-                    ref.value = _frozen(apply(ref.read(), idx, upd))
-            else:
+            with ref.lock:  # always: see state_ops on unlocked updates
                 ref.value = _frozen(apply(ref.read(), idx, upd))
             return ref
 
@@ -459,7 +455,6 @@ def _scatter_kernel(kind: str) -> Any:
 
 def _scatter_nd_kernel(kind: str) -> Any:
     def factory(ctx: Any) -> Any:
-        locking = ctx.attrs.get("use_locking", False)
 
         def apply(cur: Any, idx: Any, upd: Any) -> Any:
             idx = np.asarray(idx)
@@ -488,10 +483,7 @@ def _scatter_nd_kernel(kind: str) -> Any:
             return new
 
         def scatter(ref: Any, idx: Any, upd: Any) -> Any:
-            if locking:
-                with ref.lock:
-                    ref.value = _frozen(apply(ref.read(), idx, upd))
-            else:
+            with ref.lock:  # always: see state_ops on unlocked updates
                 ref.value = _frozen(apply(ref.read(), idx, upd))
             return ref
 

@@ -1,4 +1,11 @@
-"""Variable ops (TF1 reference variables): VariableV2, Assign, AssignAdd, AssignSub."""
+"""Variable ops (TF1 reference variables): VariableV2, Assign, AssignAdd, AssignSub.
+
+Every read-modify-write of a reference (AssignAdd/Sub here, the scatter ops, the Apply*
+ops of training_ops) holds the reference's lock, with or without ``use_locking``: values
+are replaced whole rather than updated in place, so unlocked concurrent updates would
+lose whole updates where TF's in-place ones lose next to nothing. ``use_locking`` is
+accepted and kept on the node for TF compatibility.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -112,17 +119,14 @@ def _update_kernel(sign: int) -> Any:
         xp = ctx.xp
         op = xp.add if sign > 0 else xp.subtract
         freeze = _frozen if xp is np else (lambda v: v)
-        locking = ctx.attrs.get("use_locking", False)
 
         def update(ref: VarRef, value: Any) -> VarRef:
-            if locking:
-                with ref.lock:
-                    cur = ref.read()
-                    new = op(cur, value)
-                    if new.shape != cur.shape:
-                        raise _shape_error(ctx, cur, value)
-                    ref.value = freeze(new)
-            else:
+            # Always under the reference's lock, whatever use_locking says. TF's unlocked
+            # update races element by element on one buffer and loses next to nothing;
+            # here an update replaces the whole array, so two unlocked updates racing
+            # would lose one of them entirely (asynchronous training would silently drop
+            # whole gradient steps).
+            with ref.lock:
                 cur = ref.read()
                 new = op(cur, value)
                 if new.shape != cur.shape:

@@ -3,9 +3,10 @@
 Each op takes the variable and its slot variables as references (``Ref(T)``), the
 hyper-parameters as scalars and the gradient, computes TF's update formula (the order of
 operations of TF's CPU functors) and stores new read-only arrays in the references; its
-output is the variable's reference. With ``use_locking`` every reference is locked
-(in a fixed global order, so concurrent updates cannot deadlock) while it is read and
-written.
+output is the variable's reference. Every reference is locked (in a fixed global order,
+so concurrent updates cannot deadlock) while it is read and written, with or without
+``use_locking``: an update replaces the whole array, so unlocked racing updates would
+lose one another where TF's in-place element-wise updates lose next to nothing.
 
 ======================  ==================================================================
 ApplyGradientDescent    var -= alpha * delta
@@ -144,7 +145,6 @@ def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[i
     xp = ctx.xp
     npdt = np.dtype(dt.np) if xp is np else None
     freeze = _frozen if xp is np else (lambda a: a)
-    locking = bool(ctx.attrs.get("use_locking", False))
     scalar_idx = tuple(scalars)
     grad_i = next(i for i in range(n_refs, len(names)) if i not in scalar_idx)
     slot_names = names[1:n_refs]
@@ -179,20 +179,18 @@ def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[i
         store(refs, update(*vals, *args))
         return refs[0]
 
-    if not locking:
-        def compute(*inputs: Any) -> Any:
-            return run(inputs[:n_refs], inputs[n_refs:])
-    else:
-        def compute(*inputs: Any) -> Any:
-            refs = inputs[:n_refs]
-            locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
-            for lk in locks:
-                lk.acquire()
-            try:
-                return run(refs, inputs[n_refs:])
-            finally:
-                for lk in reversed(locks):
-                    lk.release()
+    def compute(*inputs: Any) -> Any:
+        # locked whatever use_locking says (see state_ops): a whole-array replacement
+        # racing another would drop that other update entirely
+        refs = inputs[:n_refs]
+        locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
+        for lk in locks:
+            lk.acquire()
+        try:
+            return run(refs, inputs[n_refs:])
+        finally:
+            for lk in reversed(locks):
+                lk.release()
     return compute
 
 
