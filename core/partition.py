@@ -22,7 +22,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device_spec import DeviceSpec
-from .ir import GraphIR, Node
+from .ir import ARG_OP, GraphIR, Node
 from .rendezvous import make_key
 from .tensor_shape import TensorShape
 
@@ -158,8 +158,8 @@ def pull_together(parts: list[Partition], runtime: Any = None) -> set[str]:
         return set()
     for p in parts:
         for n in p.ir.nodes.values():
-            if n.type == "_Recv":
-                continue
+            if n.type == "_Recv" or n.type == ARG_OP:  # (a feed is no kernel: it waits for
+                continue  # nothing)
             k = runtime.find_kernel(n.type, p.device.device_type)
             if k is None or k.kind == "async":
                 return set()

@@ -84,6 +84,26 @@ def test_a_train_step_pulls_both_directions_together():
     assert pull_together(parts, default_runtime()) == set(to_worker) | set(to_ps)
 
 
+def test_a_train_step_with_fed_inputs_pulls_both_directions_together():
+    # feeds become _Arg nodes, which have no kernel: they must not turn the analysis off
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device(PS):
+            w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+        with tf.device(W0):
+            x = tf.placeholder(tf.float32, [None, 3], name="x")
+            loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    rt = default_runtime()
+    ir = extract_step_graph(g, [x], [loss], [train])
+    workers = [Worker(rt, job, i) for job, i in (("ps", 0), ("worker", 0))]
+    parts = partition(ir, place(ir, [d for w in workers for d in w.devices], rt), rt)
+    assert any(n.type == "_Arg" for p in parts for n in p.ir.nodes.values())
+    to_worker, to_ps = _recvs(parts, "ps", "worker"), _recvs(parts, "worker", "ps")
+    assert to_worker and to_ps
+    assert pull_together(parts, rt) == set(to_worker) | set(to_ps)
+
+
 def test_a_ping_pong_step_pulls_only_the_direction_that_cannot_deadlock():
     """x on ps -> y = f(x) on the worker -> z = g(y) on ps -> w = h(z) on the worker: z
     needs the worker to have received x, so the worker must not wait for x and z in one
