@@ -10,6 +10,7 @@ transport clients).
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import random
 import threading
@@ -21,7 +22,8 @@ from .cost_model import CostModel
 from .device_spec import DeviceSpec
 from .executor import NodeStat
 from .ir import GraphIR, extract_step_graph
-from .partition import Partition, partition, partition_graph_defs, pull_together
+from .partition import (Partition, partition, partition_graph_defs, pull_together,
+                        split_stages)
 from .placement import place
 
 __all__ = ["Master", "MasterSession", "CompiledStep", "HEALTH_CHECK_PERIOD"]
@@ -72,11 +74,16 @@ class _Inflight:
                 _partition_pool().submit(w.abort_step, self.step_id, error)
 
 
+#: whether the master stages the steps it can (see split_stages); FLOWRT_STAGED=0 turns
+#: it off (every step then pulls its transfers)
+STAGED = os.environ.get("FLOWRT_STAGED", "1") != "0"
+
+
 class CompiledStep:
     """A registered step: which worker runs which partition, and the graph version."""
 
     __slots__ = ("feeds", "fetches", "targets", "version", "parts", "n_feeds", "placement",
-                 "ir", "partitions", "push", "first_inline")
+                 "ir", "partitions", "push", "first_inline", "staged")
 
     def __init__(self, feeds: tuple[str, ...], fetches: tuple[str, ...],
                  targets: tuple[str, ...]):
@@ -92,6 +99,9 @@ class CompiledStep:
         self.push: dict[int, tuple[str, int]] = {}
         #: the remote part run on the master's thread before the local one (or None)
         self.first_inline: int | None = None
+        #: a staged step (see split_stages): the indices in ``parts`` of the other
+        #: task's first stage, its second stage and the master's own task's part
+        self.staged: tuple[int, int, int] | None = None
 
 
 class _PassContext:
@@ -208,8 +218,15 @@ class MasterSession:
         cs.parts = []
         cs.push = {}
         cs.first_inline = None
+        cs.staged = None
         if len(used) > 1:
             parts = partition(ir, placed, runtime)
+            if self._stage(cs, parts, used, len(ir.fetches), threads):
+                cs.partitions = parts
+                cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
+                cs.ir = ir
+                cs.version = version
+                return
             together = pull_together(parts, runtime)
             by_worker: dict[int, list[Any]] = {}
             for p in parts:
@@ -245,6 +262,31 @@ class MasterSession:
         cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
         cs.ir = ir
         cs.version = version
+
+    def _stage(self, cs: CompiledStep, parts: list[Partition], used: dict[int, Any],
+               n_fetches: int, threads: int) -> bool:
+        """Register the step as a staged one (:func:`~flowrt.partition.split_stages`)
+        if it can be: it spans the master's task and one other, whose channel can
+        cancel a waiting call (the master's thread makes the calls; the health
+        checker's failure of the step must be able to end them)."""
+        local = self.master.local_worker
+        if len(used) != 2 or id(local) not in used or not STAGED or \
+                not hasattr(local, "accept_pushed"):
+            return False
+        other = next(w for w in used.values() if w is not local)
+        if not getattr(other, "cancellable", False):
+            return False
+        stages = split_stages(parts, (local.job, local.task), self.master.runtime)
+        if stages is None:
+            return False
+        mine = [p for p in parts if p.device.name in {d.name for d in local.devices}]
+        for stage in stages:
+            h = other.register_partitions(self.handle, [stage], n_fetches, threads)
+            cs.parts.append((other, h, sorted(stage.fetch_positions)))
+        h = local.register_partitions(self.handle, mine, n_fetches, threads)
+        cs.parts.append((local, h, sorted(pos for p in mine for pos in p.fetch_positions)))
+        cs.staged = (0, 1, 2)
+        return True
 
     def _first_inline(self, cs: CompiledStep, by_worker: dict[int, list[Any]]) -> int | None:
         """The remote part the master's thread runs itself, before its own task's part,
@@ -327,6 +369,8 @@ class MasterSession:
                 except (errors.AbortedError, errors.UnavailableError,
                         errors.DeadlineExceededError) as e:
                     raise _name_task(e, worker) from None
+            elif cs.staged is not None:
+                out = self._run_staged(cs, args, stats, timeout)
             else:
                 out = self._run_on_workers(cs, args, stats, timeout)
         except errors.AbortedError as e:
@@ -421,6 +465,59 @@ class MasterSession:
             master._inflight.pop(step_id, None)
             if pushed_from and fl.error is None:
                 local.forget_step(step_id)
+        if stats is not None:
+            for ps in part_stats:
+                stats.extend(ps or ())
+        return out
+
+    def _run_staged(self, cs: CompiledStep, args: Sequence[Any],
+                    stats: list[NodeStat] | None, timeout: float | None) -> list[Any]:
+        """One staged step, all on the caller's thread: the other task's first stage
+        (its reply brings what it sent to this task), this task's part (what it sends
+        to the other task is kept), the other task's second stage (given those). The
+        first failure aborts the step on both tasks and is raised; the health checker
+        failing the step ends a waiting call at once."""
+        master = self.master
+        ia, ib, il = cs.staged  # type: ignore[misc]
+        other, ha, pos_a = cs.parts[ia]
+        _, hb, pos_b = cs.parts[ib]
+        local, hl, pos_l = cs.parts[il]
+        here, there = (local.job, local.task), (other.job, other.task)
+        step_id = random.getrandbits(63) or 1
+        fl = _Inflight(step_id, [other, local], local)
+        master._inflight[step_id] = fl
+        part_stats: list[list[NodeStat] | None] = [None if stats is None else []
+                                                   for _ in range(3)]
+        out: list[Any] = [None] * len(cs.fetches)
+        w: Any = other
+        try:
+            down = master._down.get(there)
+            if down is not None:
+                raise errors.UnavailableError(None, None, down)
+            got: list[tuple[str, Any]] = []
+            ra = other.run_graph(ha, step_id, args, part_stats[0], timeout=timeout,
+                                 push_to=here, pushed=got, cancel=fl.cancel)
+            local.accept_pushed(step_id, got)
+            w = local
+            sent: list[tuple[str, Any]] = []
+            rl = local.run_graph(hl, step_id, args, part_stats[2], timeout=timeout,
+                                 push_to=there, pushed=sent,
+                                 pushed_from=frozenset((there,)))
+            w = other
+            rb = other.run_graph(hb, step_id, args, part_stats[1], timeout=timeout,
+                                 cancel=fl.cancel, pushed_in=sent, pushed_in_from=here)
+            for r, positions in ((ra, pos_a), (rl, pos_l), (rb, pos_b)):
+                for pos in positions:
+                    out[pos] = r[pos]
+        except BaseException as e:  # noqa: BLE001 - the step fails on both tasks
+            fl.fail(_name_task(e, w))
+            raise fl.error from None  # type: ignore[misc]
+        finally:
+            master._inflight.pop(step_id, None)
+            if fl.error is None:
+                local.forget_step(step_id)
+        if fl.error is not None:
+            raise fl.error
         if stats is not None:
             for ps in part_stats:
                 stats.extend(ps or ())

@@ -208,6 +208,139 @@ def pull_together(parts: list[Partition], runtime: Any = None) -> set[str]:
     return out
 
 
+#: sources a stage may hold a copy of instead of receiving their value from the other
+#: stage: they read nothing and give the same thing each time in one step
+_COPYABLE = frozenset({"VariableV2", "Variable", "Const", ARG_OP})
+
+
+def _no_waiting(parts: list[Partition], runtime: Any) -> bool:
+    """No loop, and no kernel that waits for anything but a ``_Recv``."""
+    for p in parts:
+        for n in p.ir.nodes.values():
+            if n.type in _ENTER or n.type in _EXIT or n.type in ("NextIteration",
+                                                                 "RefNextIteration"):
+                return False
+            if n.type == "_Recv" or n.type == ARG_OP:
+                continue
+            k = runtime.find_kernel(n.type, p.device.device_type)
+            if k is None or k.kind == "async":
+                return False
+    return True
+
+
+def split_stages(parts: list[Partition], local: tuple[str, int], runtime: Any
+                 ) -> tuple[Partition, Partition] | None:
+    """Split a two-task step so that the master can run it as three plain calls.
+
+    For a step over the master's task ``local`` (any number of partitions) and one
+    other task R (one partition, P): stage A is what P can run before ``local`` sends
+    it anything, stage B the rest (everything in P downstream of a receive from
+    ``local``). The master then runs A, which returns what it sends to ``local``; its
+    own partitions, which then wait for nothing; and B, whose request carries what
+    ``local`` sent to R. Nobody pulls, and no thread waits for another task.
+
+    That holds when B sends nothing to ``local`` (so ``local`` never waits for B), the
+    step has no loop and no kernel waiting for anything but a ``_Recv``, and A sends
+    something to ``local`` (else the plain step is as good). A value A computes for B
+    goes from A to B through R's rendezvous of the step (a ``_Send``/``_Recv`` pair on
+    R's device); a variable, constant or feed B uses is read again by a copy of its
+    node in B; a control edge from A to B is kept by the order of the two calls.
+    Returns ``(A, B)``, with the fetches of P divided between them, or None."""
+    if runtime is None:
+        return None
+    mine = [p for p in parts if _task(p.device.name) == local]
+    other = [p for p in parts if _task(p.device.name) != local]
+    if not mine or len(other) != 1 or not _no_waiting(parts, runtime):
+        return None
+    part = other[0]
+    nodes = part.ir.nodes
+    dev = part.device.name
+
+    def from_local(n: Node) -> bool:
+        return n.type == "_Recv" and _task(str(n.node_attrs["send_device"])) == local
+
+    def to_local(n: Node) -> bool:
+        return n.type == "_Send" and _task(str(n.node_attrs["recv_device"])) == local
+
+    succ: dict[str, list[str]] = {}
+    for n in nodes.values():
+        for src, _ in n.inputs:
+            succ.setdefault(src, []).append(n.name)
+        for c in n.control_inputs:
+            succ.setdefault(c, []).append(n.name)
+    late: set[str] = set()
+    stack = [n.name for n in nodes.values() if from_local(n)]
+    while stack:
+        x = stack.pop()
+        if x not in late:
+            late.add(x)
+            stack.extend(succ.get(x, ()))
+    if not late or any(to_local(nodes[x]) for x in late):
+        return None
+    if not any(to_local(n) for n in nodes.values() if n.name not in late):
+        return None
+    send_def, recv_def = runtime.op_def("_Send"), runtime.op_def("_Recv")
+    first, second = Partition(part.device, GraphIR()), Partition(part.device, GraphIR())
+    copied: set[str] = set()
+    carried: dict[tuple[str, int], str] = {}
+
+    def carry(src: str, idx: int) -> tuple[str, int] | None:
+        """B's endpoint for A's output ``src:idx`` (a copy or a stage receive)."""
+        node = nodes[src]
+        if node.type in _COPYABLE and not node.inputs and not node.control_inputs:
+            if src not in copied:
+                copied.add(src)
+                second.ir.add(node.copy())
+            return (src, idx)
+        name = carried.get((src, idx))
+        if name is None:
+            dtype = node.out_dtypes[idx]
+            if dtype.is_ref_dtype:
+                return None  # a reference other than a variable's: not carried
+            shape = node.out_shapes[idx]
+            attrs = {"tensor_name": f"stage_{src}_{idx}", "send_device": dev,
+                     "send_device_incarnation": part.device.incarnation,
+                     "recv_device": dev, "client_terminated": False}
+            send = Node(f"{src}/_stage_send_{idx}", "_Send", [(src, idx)], [], dev,
+                        {**attrs, "T": dtype}, send_def, [], [], [dtype], [shape])
+            send.assigned_device = dev
+            first.ir.add(send)
+            name = f"{src}/_stage_recv_{idx}"
+            recv = Node(name, "_Recv", [], [], dev, {**attrs, "tensor_type": dtype},
+                        recv_def, [dtype], [shape], [], [])
+            recv.assigned_device = dev
+            second.ir.add(recv)
+            carried[(src, idx)] = name
+        return (name, 0)
+
+    for n in nodes.values():
+        if n.name not in late:
+            first.ir.add(n.copy())
+            continue
+        ins = []
+        for src, idx in n.inputs:
+            if src in late:
+                ins.append((src, idx))
+                continue
+            e = carry(src, idx)
+            if e is None:
+                return None
+            ins.append(e)
+        # (a control input from A: A has run by the time B starts)
+        second.ir.add(n.copy(inputs=ins,
+                             control_inputs=[c for c in n.control_inputs if c in late]))
+    for (n, i), pos in zip(part.fetches, part.fetch_positions):
+        stage = second if n in late else first
+        stage.fetches.append((n, i))
+        stage.fetch_positions.append(pos)
+    for stage in (first, second):
+        stage.ir.targets = [t for t in part.ir.targets if t in stage.ir.nodes
+                            and (t in late) == (stage is second)]
+        stage.ir.feeds = [f for f in part.ir.feeds if f[1] in stage.ir.nodes]
+        stage.ir.fetches = list(stage.fetches)
+    return first, second
+
+
 _ENTER = frozenset({"Enter", "RefEnter"})
 _EXIT = frozenset({"Exit", "RefExit"})
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from . import errors
 
@@ -153,6 +153,12 @@ class Rendezvous:
                     if not vs:
                         del values[key]
         return out
+
+    def holds(self, keys: Iterable[str]) -> bool:
+        """Whether every key of ``keys`` has a value waiting (and the step is live)."""
+        with self._lock:
+            values = self._values
+            return self._error is None and all(values.get(k) for k in keys)
 
     def take_values(self, select: Callable[[str], bool]) -> list[tuple[str, Any]]:
         """Remove and return every undelivered ``(key, value)`` whose key ``select``

@@ -471,9 +471,15 @@ class ServiceHandler:
 
     def _run_graph(self, req: Any, tensors: list[Any]) -> Any:
         w = self.worker
-        if len(req.arg_index) != len(tensors):
-            raise errors.InvalidArgumentError(None, None, "RunGraph: arg_index and tensors "
-                                              "differ in length")
+        na = len(req.arg_index)
+        if na + len(req.pushed_key) != len(tensors):
+            raise errors.InvalidArgumentError(None, None, "RunGraph: arg_index and "
+                                              "pushed_key do not match the tensors")
+        if req.pushed_key and not req.pushed_job:
+            raise errors.InvalidArgumentError(None, None, "RunGraph: pushed tensors "
+                                              "without the task that sent them")
+        pushed_in = list(zip(req.pushed_key, tensors[na:]))
+        tensors = tensors[:na]
         n = max(req.arg_index) + 1 if len(req.arg_index) else 0
         if n > _MAX_FEEDS:  # an index from the network sizes a list: bound it
             raise errors.InvalidArgumentError(None, None, f"RunGraph: arg index {n - 1} "
@@ -486,13 +492,15 @@ class ServiceHandler:
             args[i] = t
         stats: list[NodeStat] | None = [] if req.trace else None
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
+        pushed: list[tuple[str, Any]] = []
+        kw: dict[str, Any] = {}
         if req.push_job:
-            pushed: list[tuple[str, Any]] = []
-            out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout,
-                              push_to=(req.push_job, int(req.push_task)), pushed=pushed)
-        else:
-            pushed = []
-            out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout)
+            kw.update(push_to=(req.push_job, int(req.push_task)), pushed=pushed)
+        if req.pushed_job:
+            kw.update(pushed_in=pushed_in, pushed_in_from=(req.pushed_job,
+                                                           int(req.pushed_task)))
+        out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout,
+                          **kw)
         positions = w.fetch_positions(req.graph_handle)
         resp = pb.RunGraphResponse()
         resp.fetch_position.extend(positions)
@@ -508,7 +516,8 @@ class ServiceHandler:
     quick_limit_s = 0.02
 
     def _run_graph_now(self, req: Any, tensors: list[Any]) -> Any:
-        if self.worker.runs_without_blocking(req.graph_handle):
+        if self.worker.runs_without_blocking(req.graph_handle, req.step_id,
+                                             req.pushed_key):
             return self._run_graph(req, tensors)
         return None
 
@@ -726,12 +735,16 @@ class WorkerClient(_Client):
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
                   timeout: float | None = None, push_to: tuple[str, int] | None = None,
                   pushed: list[tuple[str, Any]] | None = None,
-                  cancel: threading.Event | None = None) -> list[Any]:
+                  cancel: threading.Event | None = None,
+                  pushed_in: Sequence[tuple[str, Any]] = (),
+                  pushed_in_from: tuple[str, int] | None = None) -> list[Any]:
         """Run a registered graph; returns a list of the step's fetch count with this
         worker's fetches at their positions. With ``push_to`` (a task), every tensor
         the step sent to that task comes back in the reply and is appended to
-        ``pushed`` as ``(rendezvous key, value)``. ``cancel`` (only if
-        :attr:`cancellable`) stops the wait for the reply once set."""
+        ``pushed`` as ``(rendezvous key, value)``. ``pushed_in``: ``(key, value)``
+        pairs task ``pushed_in_from`` sent to this one in the step, which its receives
+        take instead of pulling. ``cancel`` (only if :attr:`cancellable`) stops the
+        wait for the reply once set."""
         idx = self._args.get(graph_handle, ())
         req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                  trace=stats is not None,
@@ -739,9 +752,14 @@ class WorkerClient(_Client):
         req.arg_index.extend(idx)
         if push_to is not None:
             req.push_job, req.push_task = push_to
+        tensors = [args[i] for i in idx]
+        if pushed_in_from is not None:
+            req.pushed_job, req.pushed_task = pushed_in_from
+            req.pushed_key.extend(k for k, _ in pushed_in)
+            tensors.extend(v for _, v in pushed_in)
         t0 = time.perf_counter()
         resp, values = self.call("Worker/RunGraph", req, pb.RunGraphResponse,
-                                 [args[i] for i in idx], cancel=cancel)
+                                 tensors, cancel=cancel)
         nf = len(resp.fetch_position)
         if len(values) != nf + len(resp.pushed_key):
             raise errors.InternalError(None, None, f"RunGraph on {self.target}: got "

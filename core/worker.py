@@ -29,7 +29,8 @@ class _Registered:
     """A registered graph: one executor per device partition."""
 
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
-                 "positions", "transfers", "quick", "light", "together", "expect", "slow")
+                 "positions", "transfers", "quick", "light", "together", "expect", "slow",
+                 "recv_keys", "recvs_only")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int, pull_together: Sequence[str] = (),
@@ -48,6 +49,16 @@ class _Registered:
         # it runs straight through, never waiting for another step or task
         self.quick = self.light and self.executor is not None and self.straight_line
         self.slow = 0  # steps answered at once that took long (see Worker.not_quick)
+        # the rendezvous keys of its receives, and whether they are the only kernels
+        # that may wait: with all of those values there, a step runs straight through
+        self.recv_keys = tuple(
+            make_key(str(c.node.node_attrs["send_device"]),
+                     int(c.node.node_attrs["send_device_incarnation"]),
+                     str(c.node.node_attrs["recv_device"]),
+                     str(c.node.node_attrs["tensor_name"]))
+            for ex, _ in parts for c in ex.nodes if c.node.type == "_Recv")
+        self.recvs_only = self.light and self.executor is not None and all(
+            c.kind != "async" or c.node.type == "_Recv" for c in self.executor.nodes)
         # per sending device: the keys of the receives pulled together (see
         # _WorkerRendezvous)
         names = set(pull_together)
@@ -381,12 +392,26 @@ class Worker:
                         if k[0] in ir.nodes and ir.nodes[k[0]].type in ("_Send", "_Recv")]:
                 del st.stateful_kernels[key]
 
-    def runs_without_blocking(self, graph_handle: str) -> bool:
+    def runs_without_blocking(self, graph_handle: str, step_id: int | None = None,
+                              pushed_keys: Sequence[str] = ()) -> bool:
         """Whether a step of this registered graph runs straight through, briefly:
-        one device, no asynchronous kernel (no receive, no blocking queue op) and no
-        expensive one. A server may run such steps on its I/O thread."""
+        one device, no expensive kernel, and no asynchronous one (no blocking queue op),
+        except receives whose values are already here: pushed with the request
+        (``pushed_keys``) or sent earlier in step ``step_id`` (by the first stage of a
+        staged step). A server may run such steps on its I/O thread."""
         reg = self._graphs.get(graph_handle)
-        return reg is not None and reg.quick
+        if reg is None:
+            return False
+        if reg.quick:
+            return True
+        if step_id is None or not reg.recvs_only or (reg.slow >= 2):
+            return False
+        rest = [k for k in reg.recv_keys if k not in pushed_keys] if pushed_keys \
+            else reg.recv_keys
+        if not rest:
+            return True
+        r = self.rendezvous_mgr.get(step_id)
+        return r is not None and r.holds(rest)
 
     def not_quick(self, graph_handle: str) -> None:
         """A step of a registered graph that runs straight through took long; the
@@ -412,19 +437,26 @@ class Worker:
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
                   timeout: float | None = None, push_to: tuple[str, int] | None = None,
                   pushed: list[tuple[str, Any]] | None = None,
-                  pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
+                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
+                  pushed_in: Sequence[tuple[str, Any]] = (),
+                  pushed_in_from: tuple[str, int] | None = None) -> list[Any]:
         """Run a registered partition for one step.
 
         In a cluster, ``push_to`` (a task) makes the tensors this step sent to that task
         leave with the result: they are appended to ``pushed`` as ``(key, value)``
         instead of waiting to be pulled. ``pushed_from`` names the tasks whose tensors
         for this step will be pushed to this worker (:meth:`accept_pushed`): its
-        receives from them wait locally."""
+        receives from them wait locally. ``pushed_in`` are such tensors, ``(key,
+        value)`` pairs task ``pushed_in_from`` sent in this step, given with the call
+        (the second stage of a staged step)."""
         reg = self._graphs.get(graph_handle)
         if reg is None:
             raise errors.AbortedError(None, None, f"graph handle {graph_handle} is not "
                                       f"registered on /job:{self.job}/replica:0/task:"
                                       f"{self.task} (was the worker restarted?)")
+        if pushed_in_from is not None:
+            self.accept_pushed(step_id, pushed_in)
+            pushed_from = pushed_from | {pushed_in_from}
         if rendezvous is None and self.resolver is not None and reg.transfers:
             return self._run_in_cluster(reg, step_id, args, stats, timeout,
                                         push_to if pushed is not None else None, pushed,

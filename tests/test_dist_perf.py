@@ -13,6 +13,7 @@ import pytest
 import flowrt as tf
 import flowrt.testing as ft
 from flowrt import errors
+from flowrt import master as master_mod
 from flowrt import rpc
 from flowrt import worker as worker_mod
 from flowrt.executor import DEAD
@@ -278,9 +279,11 @@ def test_ping_pong_step_across_two_tasks(count_calls, protocol):
 
 
 @pytest.mark.parametrize("protocol", ["inproc", "zmq"])
-def test_several_ps_reads_and_a_gradient_are_batched(count_calls, protocol):
+def test_several_ps_reads_and_a_gradient_are_batched(count_calls, protocol, monkeypatch):
     """worker0 reads 4 ps tensors and ps takes one from worker0 (so the ps partition
-    receives and cannot push): the 4 keys travel in batched calls, never one by one."""
+    receives and cannot push): the 4 keys travel in batched calls, never one by one.
+    (Pulls, not staging: see test_staged.py for the staged form of such a step.)"""
+    monkeypatch.setattr(master_mod, "STAGED", False)
     counts, _ = count_calls
     servers = _servers(protocol)
     try:

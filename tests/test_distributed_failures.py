@@ -237,7 +237,7 @@ MALFORMED = [
      errors.InvalidArgumentError, "bad tensor dtype"),
     ("Worker/RunGraph", _envelope(_run_graph(arg_index=[0, 1]),
                                   [pb.TensorMeta(dtype=1, shape=[1], buffer=0)]), [b"abcd"],
-     errors.InvalidArgumentError, "differ in length"),
+     errors.InvalidArgumentError, "do not match the tensors"),
     ("Worker/RecvTensor", _envelope(b"", [pb.TensorMeta(dtype=1, shape=[-2], buffer=0)]),
      [b""], errors.InvalidArgumentError, "negative shape"),
     ("Worker/RunGraph", _envelope(_run_graph()), [], errors.AbortedError, "not registered"),

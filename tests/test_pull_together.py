@@ -15,6 +15,7 @@ import pytest
 import flowrt as tf
 import flowrt.testing as ft
 from flowrt import errors
+from flowrt import master as master_mod
 from flowrt import rpc
 from flowrt import worker as worker_mod
 from flowrt.executor import DEAD
@@ -471,6 +472,7 @@ def _check_registered(servers):
 
 
 def test_a_between_graph_train_step_over_zmq_matches_a_local_session(monkeypatch):
+    monkeypatch.setattr(master_mod, "STAGED", False)  # pulls, not staging (test_staged)
     calls: collections.Counter = collections.Counter()
     recv_tensors = rpc.WorkerClient.recv_tensors
 

@@ -260,7 +260,7 @@ class DeregisterGraphRequest(_message.Message):
     def __init__(self, graph_handle: _Optional[str] = ...) -> None: ...
 
 class RunGraphRequest(_message.Message):
-    __slots__ = ("graph_handle", "step_id", "arg_index", "trace", "timeout_in_ms", "push_job", "push_task")
+    __slots__ = ("graph_handle", "step_id", "arg_index", "trace", "timeout_in_ms", "push_job", "push_task", "pushed_key", "pushed_job", "pushed_task")
     GRAPH_HANDLE_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     ARG_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -268,6 +268,9 @@ class RunGraphRequest(_message.Message):
     TIMEOUT_IN_MS_FIELD_NUMBER: _ClassVar[int]
     PUSH_JOB_FIELD_NUMBER: _ClassVar[int]
     PUSH_TASK_FIELD_NUMBER: _ClassVar[int]
+    PUSHED_KEY_FIELD_NUMBER: _ClassVar[int]
+    PUSHED_JOB_FIELD_NUMBER: _ClassVar[int]
+    PUSHED_TASK_FIELD_NUMBER: _ClassVar[int]
     graph_handle: str
     step_id: int
     arg_index: _containers.RepeatedScalarFieldContainer[int]
@@ -275,7 +278,10 @@ class RunGraphRequest(_message.Message):
     timeout_in_ms: int
     push_job: str
     push_task: int
-    def __init__(self, graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., arg_index: _Optional[_Iterable[int]] = ..., trace: _Optional[bool] = ..., timeout_in_ms: _Optional[int] = ..., push_job: _Optional[str] = ..., push_task: _Optional[int] = ...) -> None: ...
+    pushed_key: _containers.RepeatedScalarFieldContainer[str]
+    pushed_job: str
+    pushed_task: int
+    def __init__(self, graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., arg_index: _Optional[_Iterable[int]] = ..., trace: _Optional[bool] = ..., timeout_in_ms: _Optional[int] = ..., push_job: _Optional[str] = ..., push_task: _Optional[int] = ..., pushed_key: _Optional[_Iterable[str]] = ..., pushed_job: _Optional[str] = ..., pushed_task: _Optional[int] = ...) -> None: ...
 
 class RunGraphResponse(_message.Message):
     __slots__ = ("fetch_position", "stats", "clock", "pushed_key")
