@@ -244,7 +244,9 @@ def split_stages(parts: list[Partition], local: tuple[str, int], runtime: Any
     something to ``local`` (else the plain step is as good). A value A computes for B
     goes from A to B through R's rendezvous of the step (a ``_Send``/``_Recv`` pair on
     R's device); a variable, constant or feed B uses is read again by a copy of its
-    node in B; a control edge from A to B is kept by the order of the two calls.
+    node in B; a control edge from A to B is kept by the order of the two calls. A
+    fetched variable is fetched from B: it is read at the end of R's part, as it is in
+    a step that is not staged.
     Returns ``(A, B)``, with the fetches of P divided between them, or None."""
     if runtime is None:
         return None
@@ -331,6 +333,11 @@ def split_stages(parts: list[Partition], local: tuple[str, int], runtime: Any
                              control_inputs=[c for c in n.control_inputs if c in late]))
     for (n, i), pos in zip(part.fetches, part.fetch_positions):
         stage = second if n in late else first
+        if stage is first and nodes[n].out_dtypes[i].is_ref_dtype and \
+                carry(n, i) == (n, i):
+            # a fetched variable is read when the task's part of the step ends, as in
+            # a step that is not staged (after this step's updates of it)
+            stage = second
         stage.fetches.append((n, i))
         stage.fetch_positions.append(pos)
     for stage in (first, second):

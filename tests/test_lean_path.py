@@ -546,6 +546,51 @@ def test_a_cancel_set_beforehand_stops_the_call_at_once(served):
     assert time.monotonic() - t0 < 0.5
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+def test_cancelling_a_waiting_grpc_call(streamed):
+    from flowrt.plugins.transports.grpc import GrpcTransport
+
+    entered, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def handler(method: str, header: bytes, buffers: list[Any]) -> tuple[bytes, list[Any]]:
+        if method == "block":
+            entered.set()
+            try:
+                release.wait(WAIT)
+            finally:
+                done.set()
+            return b"released", []
+        return b"ok:" + bytes(header), [bytes(b) for b in buffers]
+
+    t = GrpcTransport()
+    if streamed:  # the request goes in chunks: a streamed call
+        t.chunk_bytes = 4096
+    s = t.serve("127.0.0.1:0", handler)
+    ch = t.connect(s.address)
+    payload = [b"x" * (20000 if streamed else 10)]
+    try:
+        cancel = threading.Event()
+        call = Bg(lambda: ch.call("block", b"", payload, timeout=WAIT * 2, cancel=cancel))
+        assert entered.wait(WAIT)
+        t0 = time.monotonic()
+        cancel.set()
+        e = call.error(WAIT)
+        assert time.monotonic() - t0 < 0.5
+        assert isinstance(e, errors.CancelledError)
+        assert "block" in e.message and "cancelled" in e.message and s.address in e.message
+        release.set()
+        assert done.wait(WAIT)
+        # the channel goes on working, with or without a cancel event
+        for k in range(2):
+            rh, rb = ch.call("echo", f"{k}".encode(), payload, timeout=WAIT,
+                             cancel=threading.Event() if k else None)
+            assert bytes(rh) == f"ok:{k}".encode() and bytes(rb[0]) == payload[0]
+    finally:
+        release.set()
+        ch.close()
+        s.stop()
+
+
 def test_which_channels_can_cancel(transport):
     from flowrt.plugins.transports.grpc import GrpcTransport
 
@@ -553,13 +598,13 @@ def test_which_channels_can_cancel(transport):
     port = ft.free_port()
     g = GrpcTransport().connect(f"127.0.0.1:{port}")  # connects lazily: no server needed
     try:
-        assert g.cancellable is False
+        assert g.cancellable is True
     finally:
         g.close()
     s = transport.serve("127.0.0.1:0", lambda m, h, b: (h, b))
     clients = [WorkerClient(transport, s.address), WorkerClient(GrpcTransport(), s.address)]
     try:
-        assert [c.cancellable for c in clients] == [True, False]
+        assert [c.cancellable for c in clients] == [True, True]
     finally:
         for c in clients:
             c.close()
@@ -661,7 +706,7 @@ def test_a_dequeueing_ps_partition_is_not_run_inline():
         ps.stop()
 
 
-def test_no_inline_partition_over_grpc():
+def test_the_inline_partition_over_grpc():
     ps, w = _cluster("grpc")
     try:
         g, v, _inc, y = _var_graph()
@@ -670,7 +715,8 @@ def test_no_inline_partition_over_grpc():
             for _ in range(5):
                 assert sess.run(y) == np.float32(2.5)
             cs = _compiled(w, sess, y)
-            assert cs.push and cs.first_inline is None
+            # grpc calls can be cancelled too: the master's thread runs the ps part
+            assert cs.push and cs.first_inline is not None
     finally:
         w.stop()
         ps.stop()

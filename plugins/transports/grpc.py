@@ -83,6 +83,7 @@ PENDING_TTL = 60.0
 IDLE_THREAD_S = 30.0
 #: distinct method paths whose gRPC handlers a server keeps cached
 _HANDLER_CACHE = 1024
+_CANCEL_SLICE_S = 0.1  # how often a cancellable call looks at its cancel event
 
 
 class FrameError(Exception):
@@ -481,8 +482,11 @@ class GrpcChannel(Channel):
         self._closed = False
         self.address = shared.address
 
+    cancellable = True
+
     def call(self, method: str, header: bytes, buffers: Sequence[Any] = (),
-             timeout: float | None = None) -> tuple[bytes, list[Any]]:
+             timeout: float | None = None, cancel: threading.Event | None = None
+             ) -> tuple[bytes, list[Any]]:
         sh = self._shared
         if self._closed or sh.closed:
             raise errors.UnavailableError(None, None, f"grpc call {method} to "
@@ -502,7 +506,11 @@ class GrpcChannel(Channel):
                 mc = sh.unary.get(method)
                 if mc is None:
                     mc = sh.unary[method] = sh.channel.unary_unary(_UNARY_PREFIX + method)
-                reply = mc(b"".join(pieces), timeout=timeout)
+                if cancel is None:
+                    reply = mc(b"".join(pieces), timeout=timeout)
+                else:
+                    reply = self._wait(method, mc.future(b"".join(pieces), timeout=timeout),
+                                       cancel)
                 kind, rh, rb = decode_frame(reply, sh.limit)
                 if kind == KIND_MESSAGE:
                     return rh, rb
@@ -512,13 +520,47 @@ class GrpcChannel(Channel):
             if mc is None:
                 mc = sh.streamed[method] = sh.channel.stream_stream(_CHUNKED_PREFIX + method)
             del buffers
-            return self._receive(method, mc(_chunks(pieces, sh.chunk), timeout=timeout))
+            stream = mc(_chunks(pieces, sh.chunk), timeout=timeout)
+            if cancel is None:
+                return self._receive(method, stream)
+            finished = threading.Event()
+            threading.Thread(target=self._watch, args=(stream, cancel, finished),
+                             daemon=True, name="flowrt-grpc-cancel").start()
+            try:
+                return self._receive(method, stream)
+            finally:
+                finished.set()
         except grpc.RpcError as e:
+            if cancel is not None and cancel.is_set():
+                raise self._cancelled(method) from None
             raise self._error(method, e) from None
         except FrameError as e:
             cls = errors.ResourceExhaustedError if e.too_big else errors.InternalError
             raise cls(None, None, f"grpc call {method} to {self.address}: bad reply: "
                       f"{e}") from None
+
+    def _cancelled(self, method: str) -> errors.CancelledError:
+        return errors.CancelledError(None, None, f"grpc call {method} to {self.address} "
+                                     "was cancelled")
+
+    def _wait(self, method: str, fut: Any, cancel: threading.Event) -> Any:
+        """The result of a unary call's future, looking at ``cancel`` every 100 ms
+        (the call is cancelled, and CancelledError raised, once it is set)."""
+        while True:
+            try:
+                return fut.result(timeout=_CANCEL_SLICE_S)
+            except grpc.FutureTimeoutError:
+                if cancel.is_set():
+                    fut.cancel()
+                    raise self._cancelled(method) from None
+
+    @staticmethod
+    def _watch(stream: Any, cancel: threading.Event, finished: threading.Event) -> None:
+        """Cancel a streamed call once ``cancel`` is set, unless it finished first."""
+        while not finished.wait(_CANCEL_SLICE_S):
+            if cancel.is_set():
+                stream.cancel()
+                return
 
     def _receive(self, method: str, stream: Any) -> tuple[bytes, list[Any]]:
         asm = _Assembler(self._shared.limit)
