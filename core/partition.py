@@ -137,6 +137,17 @@ def _task(device: str) -> tuple[str | None, int | None]:
     return sp.job, sp.task
 
 
+def _successors(nodes: Any) -> dict[str, list[str]]:
+    """``{node name: names of the nodes that take its outputs or wait for it}``."""
+    succ: dict[str, list[str]] = {}
+    for n in nodes:
+        for src, _ in n.inputs:
+            succ.setdefault(src, []).append(n.name)
+        for c in n.control_inputs:
+            succ.setdefault(c, []).append(n.name)
+    return succ
+
+
 def pull_together(parts: list[Partition], runtime: Any = None) -> set[str]:
     """The ``_Recv`` nodes whose tensors their task may pull from the sending task in
     one call that waits for all of them.
@@ -149,26 +160,10 @@ def pull_together(parts: list[Partition], runtime: Any = None) -> set[str]:
     for another node of the same step) are left out, as are steps with loops (their
     transfers repeat per iteration). Without ``runtime`` the kernels are not known:
     nothing is pulled together."""
-    if runtime is None:
+    if runtime is None or not _no_waiting(parts, runtime):
         return set()
     nodes = {n.name: n for p in parts for n in p.ir.nodes.values()}
-    if any(n.type in _ENTER or n.type in _EXIT or n.type in ("NextIteration",
-                                                             "RefNextIteration")
-           for n in nodes.values()):
-        return set()
-    for p in parts:
-        for n in p.ir.nodes.values():
-            if n.type == "_Recv" or n.type == ARG_OP:  # (a feed is no kernel: it waits for
-                continue  # nothing)
-            k = runtime.find_kernel(n.type, p.device.device_type)
-            if k is None or k.kind == "async":
-                return set()
-    succ: dict[str, list[str]] = {}
-    for n in nodes.values():
-        for src, _ in n.inputs:
-            succ.setdefault(src, []).append(n.name)
-        for c in n.control_inputs:
-            succ.setdefault(c, []).append(n.name)
+    succ = _successors(nodes.values())
     recv_of: dict[tuple[str, str], str] = {}
     for n in nodes.values():
         if n.type == "_Recv":
@@ -264,12 +259,7 @@ def split_stages(parts: list[Partition], local: tuple[str, int], runtime: Any
     def to_local(n: Node) -> bool:
         return n.type == "_Send" and _task(str(n.node_attrs["recv_device"])) == local
 
-    succ: dict[str, list[str]] = {}
-    for n in nodes.values():
-        for src, _ in n.inputs:
-            succ.setdefault(src, []).append(n.name)
-        for c in n.control_inputs:
-            succ.setdefault(c, []).append(n.name)
+    succ = _successors(nodes.values())
     late: set[str] = set()
     stack = [n.name for n in nodes.values() if from_local(n)]
     while stack:
