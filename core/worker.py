@@ -404,7 +404,7 @@ class Worker:
             return False
         if reg.quick:
             return True
-        if step_id is None or not reg.recvs_only or (reg.slow >= 2):
+        if step_id is None or not reg.recvs_only or reg.slow >= 2:
             return False
         rest = [k for k in reg.recv_keys if k not in pushed_keys] if pushed_keys \
             else reg.recv_keys

@@ -1,10 +1,12 @@
-"""Test helpers for tensor pulls between two workers in one process: a counting
-``recv_tensors`` client and a pool that holds submitted pulls until drained, so that a
-burst of receives is issued before any pull starts."""
+"""Test helpers for tensor transfers between two tasks: a counting ``recv_tensors``
+client, a pool that holds submitted pulls until drained (so that a burst of receives is
+issued before any pull starts), and a small ps/worker training graph."""
 from __future__ import annotations
 
 import threading
 from typing import Any
+
+import numpy as np
 
 
 class CountingClient:
@@ -51,3 +53,19 @@ def collector(n: int):
         return arrived
 
     return results, done, cb
+
+
+def train_graph(tf: Any, g: Any, fed: bool = False) -> tuple[Any, Any, Any, Any, Any]:
+    """``w`` (3x2) and ``b`` on /job:ps/task:0, a squared loss of ``x @ w + b`` and its
+    gradient-descent step on /job:worker/task:0; ``x`` is a [None, 3] placeholder when
+    ``fed``, else a constant 4x3. Returns ``(x, w, b, loss, train)``."""
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+            b = tf.Variable(np.zeros(2, np.float32), name="b")
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, [None, 3], name="x") if fed else \
+                tf.constant(np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0)
+            loss = tf.reduce_sum(tf.square(tf.matmul(x, w) + b - 1.0))
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    return x, w, b, loss, train

@@ -26,7 +26,7 @@ from flowrt.rendezvous import Rendezvous, make_key
 from flowrt.runtime import default_runtime
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
-from _pulls import CountingClient, DeferredPool, collector
+from _pulls import CountingClient, DeferredPool, collector, train_graph
 
 PS = "/job:ps/task:0"
 W0 = "/job:worker/task:0"
@@ -64,15 +64,7 @@ def _recvs(parts, src_job=None, dst_job=None) -> dict[str, str]:
 
 
 def _train_graph(g):
-    with g.as_default():
-        with tf.device(PS):
-            w = tf.Variable(np.ones((3, 2), np.float32), name="w")
-            b = tf.Variable(np.zeros(2, np.float32), name="b")
-        with tf.device(W0):
-            x = tf.constant(np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0)
-            loss = tf.reduce_sum(tf.square(tf.matmul(x, w) + b - 1.0))
-            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
-    return loss, train
+    return train_graph(tf, g)[3:]
 
 
 def test_a_train_step_pulls_both_directions_together():

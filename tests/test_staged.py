@@ -20,6 +20,7 @@ from flowrt.placement import place
 from flowrt.runtime import default_runtime
 from flowrt.server import Server
 from flowrt.worker import Worker
+from _pulls import train_graph
 
 PS = "/job:ps/task:0"
 W0 = "/job:worker/task:0"
@@ -41,15 +42,7 @@ def _types(stage) -> collections.Counter:
 
 
 def _train_graph(g):
-    with g.as_default():
-        with tf.device(PS):
-            w = tf.Variable(np.ones((3, 2), np.float32), name="w")
-            b = tf.Variable(np.zeros(2, np.float32), name="b")
-        with tf.device(W0):
-            x = tf.placeholder(tf.float32, [None, 3], name="x")
-            loss = tf.reduce_sum(tf.square(tf.matmul(x, w) + b - 1.0))
-            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
-    return x, w, b, loss, train
+    return train_graph(tf, g, fed=True)
 
 
 def test_a_train_step_splits_into_reads_and_updates():
