@@ -279,7 +279,8 @@ class MasterSession:
         stages = split_stages(parts, (local.job, local.task), self.master.runtime)
         if stages is None:
             return False
-        mine = [p for p in parts if p.device.name in {d.name for d in local.devices}]
+        here = {d.name for d in local.devices}
+        mine = [p for p in parts if p.device.name in here]
         for stage in stages:
             h = other.register_partitions(self.handle, [stage], n_fetches, threads)
             cs.parts.append((other, h, sorted(stage.fetch_positions)))

@@ -406,8 +406,11 @@ class Worker:
             return True
         if step_id is None or not reg.recvs_only or reg.slow >= 2:
             return False
-        rest = [k for k in reg.recv_keys if k not in pushed_keys] if pushed_keys \
-            else reg.recv_keys
+        if pushed_keys:
+            pushed = set(pushed_keys)
+            rest = [k for k in reg.recv_keys if k not in pushed]
+        else:
+            rest = list(reg.recv_keys)
         if not rest:
             return True
         r = self.rendezvous_mgr.get(step_id)
