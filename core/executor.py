@@ -258,7 +258,7 @@ class Executor:
                 c.compute, c.kind, c.expensive = None, "arg", False
                 self.n_args = max(self.n_args, c.arg_index + 1)
             else:
-                kdef = runtime.find_kernel(node.type, dev.device_type)
+                kdef = runtime.find_kernel(node.type, dev.device_type, node.node_attrs)
                 if kdef is None:
                     have = runtime.kernel_device_types(node.type)
                     raise errors.InvalidArgumentError(

@@ -105,9 +105,12 @@ class CompiledStep:
 
 
 class _PassContext:
-    def __init__(self, runtime: Any, config: Any, ir: GraphIR):
+    def __init__(self, runtime: Any, config: Any, ir: GraphIR,
+                 device_types: frozenset[str] | None = None):
         self.runtime = runtime
         self.config = config
+        #: the device types the step can be placed on (None: any registered type)
+        self.device_types = device_types
         self.fetches = list(ir.fetches)
         self.feeds = list(ir.feeds)
         self.targets = list(ir.targets)
@@ -197,14 +200,15 @@ class MasterSession:
         version = self.graph.version
         feeds, fetches, targets = self._resolve(cs)
         ir = extract_step_graph(self.graph, feeds, fetches, targets)
-        ctx = _PassContext(runtime, self.config, ir)
         workers = self.master.workers_for(self.config)
+        devices = [d for w in workers for d in w.devices]
+        ctx = _PassContext(runtime, self.config, ir,
+                           frozenset(d.device_type for d in devices))
         remote = any(w is not self.master.local_worker for w in workers)
         for p in runtime.graph_passes:
             # fused kernels hold Python values with no wire form: not for remote tasks
             if _pass_enabled(self.config, p) and not (remote and p.name in _LOCAL_PASSES):
                 p.run(ir, ctx)
-        devices = [d for w in workers for d in w.devices]
         cfg = self.config
         placed = place(ir, devices, runtime,
                        allow_soft=bool(cfg is not None and cfg.allow_soft_placement),

@@ -304,6 +304,9 @@ class KernelDef:
     that run no array kernels (framework ops that only move data: Const, _Send, _Recv).
     ``expensive`` kernels may run on the inter-op pool; cheap ones run inline.
     ``host_memory`` names inputs/outputs that stay in host memory on accelerators.
+    ``supports(attrs) -> bool``, when given, says whether the kernel handles a node with
+    these attrs (its dtypes, say); placement only picks a device type whose kernel
+    supports the node, as TF's kernel type constraints do.
     """
 
     op: str
@@ -314,6 +317,7 @@ class KernelDef:
     host_memory: tuple[str, ...] = ()
     plugin: str | None = None
     all_devices: bool = False
+    supports: Callable[[dict[str, Any]], bool] | None = None
 
 
 class KernelSet:

@@ -146,7 +146,7 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
         for n in members:
             if n.type == ARG_OP:
                 continue
-            ts = set(runtime.kernel_device_types(n.type))
+            ts = set(runtime.kernel_device_types(n.type, n.node_attrs))
             kernel_types = ts if kernel_types is None else kernel_types & ts
             if not ts:
                 raise errors.InvalidArgumentError(

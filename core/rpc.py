@@ -68,7 +68,12 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any],
         m.is_dead = True
         m.buffer = -1
         return
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if isinstance(value, np.ndarray):
+        arr = value
+    elif hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        arr = value.get()  # a device array (cupy) is sent from host memory
+    else:
+        arr = np.asarray(value)
     if arr.dtype.kind == "O" and not all(isinstance(x, (bytes, str))
                                          for x in arr.reshape(-1)):
         bad = next(x for x in arr.reshape(-1) if not isinstance(x, (bytes, str)))

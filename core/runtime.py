@@ -32,6 +32,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "grpc": "flowrt.plugins.transports.grpc_plugin",
     "zmq": "flowrt.plugins.transports.zmq_plugin",
     "standard": "flowrt.plugins.kernels.standard",
+    "cuda_kernels": "flowrt.plugins.kernels.cuda",
 }
 
 
@@ -350,13 +351,15 @@ class Runtime:
             self._build_ops()
         return self._kernels
 
-    def find_kernel(self, op_type: str, device_type: str) -> Any | None:
+    def find_kernel(self, op_type: str, device_type: str,
+                    attrs: dict[str, Any] | None = None) -> Any | None:
         """The kernel for ``op_type`` on ``device_type``: a specific one, else the
-        generic array-module one if that device type runs them; None if neither."""
+        generic array-module one if that device type runs them; None if neither. With
+        ``attrs``, a kernel whose ``supports(attrs)`` is false does not count."""
         ks = self.kernels
         k = ks.get((op_type, device_type))
-        if k is not None:
-            return k
+        if k is not None:  # the device type's own kernel decides: no fallback to "*"
+            return k if attrs is None or k.supports is None or k.supports(attrs) else None
         k = ks.get((op_type, "*"))
         if k is not None:
             dt = self.device_types.get(device_type)
@@ -364,9 +367,11 @@ class Runtime:
                 return k
         return None
 
-    def kernel_device_types(self, op_type: str) -> list[str]:
-        """Device types that have a kernel for ``op_type``."""
-        types = [dt for dt in self.device_types if self.find_kernel(op_type, dt) is not None]
+    def kernel_device_types(self, op_type: str,
+                            attrs: dict[str, Any] | None = None) -> list[str]:
+        """Device types that have a kernel for ``op_type`` (supporting ``attrs``)."""
+        types = [dt for dt in self.device_types
+                 if self.find_kernel(op_type, dt, attrs) is not None]
         return sorted(types)
 
     @property

@@ -373,6 +373,8 @@ class BaseSession:
             if type(v) is np.ndarray and v.dtype == npd:
                 a = v.view()
             else:
+                if hasattr(v, "__cuda_array_interface__") and hasattr(v, "get"):
+                    v = v.get()  # a device array (cupy): fed through host memory
                 if isinstance(v, (Tensor, Operation)) or hasattr(v, "_as_graph_element"):
                     raise TypeError(f"The value of a feed cannot be a tf.Tensor object. "
                                     f"Acceptable feed values include Python scalars, strings, "

@@ -31,7 +31,7 @@ def step_ir(fetches: list[Any], feeds: list[Any] = (), targets: list[Any] = ()) 
 def ctx_for(ir: GraphIR, config: Any = None, runtime: Any = None) -> SimpleNamespace:
     return SimpleNamespace(runtime=runtime or default_runtime(), config=config,
                            fetches=list(ir.fetches), feeds=list(ir.feeds),
-                           targets=list(ir.targets))
+                           targets=list(ir.targets), device_types=frozenset({"CPU"}))
 
 
 def run_pass(fn: Callable[[Any, Any], None], ir: GraphIR, config: Any = None) -> GraphIR:

@@ -396,9 +396,10 @@ def test_block_list_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_blocking_builtins_and_host_plugins() -> None:
     extra = plugin(flowrt_device_types=lambda: [numpy_device_type("EXTRA")])
-    rt = Runtime(autoload=False, block=["cpu", "extra"], plugins={"extra": extra})
+    rt = Runtime(autoload=False, block=["cpu", "cuda", "extra"], plugins={"extra": extra})
     rt.pm
     assert rt.plugins["cpu"].status == "blocked" and rt.plugins["cpu"].builtin
+    assert rt.plugins["cuda"].status == "blocked" and rt.plugins["cuda"].builtin
     assert rt.plugins["extra"].status == "blocked"
     assert rt.device_types == {}
 

@@ -104,7 +104,7 @@ def _activation_grad_kernel(fn: Callable[..., Any]) -> Callable[[Any], Callable]
         xp = ctx.xp
         out = ctx.output_dtypes[0].np
         cdt = _float_compute_dtype(ctx.output_dtypes[0])
-        zero = np.zeros((), cdt)
+        zero = xp.zeros((), cdt)
         cast = np.dtype(cdt) != np.dtype(out)
 
         def compute(g: Any, f: Any) -> Any:

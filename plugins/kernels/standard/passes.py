@@ -121,14 +121,17 @@ def _has_ref(node: Node) -> bool:
 class _KernelKinds:
     """Per pass run: whether every kernel of an op is a plain (or const) one."""
 
-    def __init__(self, runtime: Any):
+    def __init__(self, runtime: Any, present: Any = None):
         self.rt = runtime
+        self.present = present  # device types the step can use (None: all registered)
         self._cache: dict[str, tuple[str, ...]] = {}
 
     def types(self, op: str) -> tuple[str, ...]:
         t = self._cache.get(op)
         if t is None:
-            t = self._cache[op] = tuple(self.rt.kernel_device_types(op))
+            t = tuple(x for x in self.rt.kernel_device_types(op)
+                      if self.present is None or x in self.present)
+            self._cache[op] = t
         return t
 
     def all_plain(self, op: str, allow_const: bool = False) -> bool:
@@ -377,7 +380,7 @@ def common_subgraph_elimination(ir: GraphIR, ctx: Any) -> None:
     Nodes reading references, feeds, placeholders, nodes without outputs and ops with
     kernels other than plain ones are left alone.
     """
-    kinds = _KernelKinds(ctx.runtime)
+    kinds = _KernelKinds(ctx.runtime, getattr(ctx, "device_types", None))
     protected = _protected(ir) | _coloc_targets(ir)
     rep_of: dict[str, str] = {}  # merged node -> the first node of its class
     survivor: dict[str, str] = {}  # class (first node) -> the node that stays
@@ -839,7 +842,7 @@ def elementwise_fusion(ir: GraphIR, ctx: Any) -> None:
     fused_def = runtime.op_defs.get("_FusedElementwise")
     if fused_def is None:
         return
-    kinds = _KernelKinds(runtime)
+    kinds = _KernelKinds(runtime, getattr(ctx, "device_types", None))
     fused_types = kinds.types("_FusedElementwise")
     if not fused_types:
         return

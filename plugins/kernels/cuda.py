@@ -1,0 +1,261 @@
+"""GPU kernels: the standard kernel set's array-module kernels, run on CuPy.
+
+The standard kernels are written against ``ctx.xp``; on a ``GPU`` device that is
+``cupy``, so the same kernel code runs there. This set registers, for each op in
+:data:`GPU_OPS`, a ``GPU`` kernel that wraps the standard one:
+
+- the kernel is built, and each call runs, with the GPU current and its compute stream
+  the current stream, so every kernel of a device is queued in order on one stream and
+  the host never waits for the GPU inside a step;
+- inputs that the standard kernel declares ``host_memory`` (shapes, axes, sizes) are
+  given to it as numpy arrays, and any other input that arrives in host memory (a feed,
+  a constant, a value from the CPU) is copied to the GPU first;
+- outputs declared ``host_memory`` (``Shape``'s, ``Size``'s) stay in host memory, as in
+  TF, so shape arithmetic never waits for the GPU;
+- ``supports`` keeps string, resource and variant tensors off the GPU: such nodes are
+  placed on the CPU, and a request for the GPU is an error unless soft placement is on;
+- a node whose ``T`` (or ``dtype``) is int32 runs the CPU kernel on host memory, as TF's
+  int32 GPU kernels do, so shape arithmetic never waits for the GPU;
+- CuPy's out-of-memory error becomes ``ResourceExhaustedError`` naming the device.
+
+Random number generators (:data:`HOST_OPS`) have GPU kernels that run the CPU kernel in
+host memory: a seeded op gives the same values on every device, and an initializer
+colocated with a GPU variable does not pull the variable onto the CPU. Ops not listed
+(strings, checkpoint I/O, printing and assertions) have no GPU kernel and run on the
+CPU, with the partitioner's ``_Send``/``_Recv`` pairs moving tensors between host and
+GPU.
+``Const`` on a GPU keeps integer and boolean constants in host memory and puts floating
+ones on the GPU once per compiled step. Every op of :data:`GPU_OPS` is checked against
+its CPU kernel on random inputs by ``tests/test_cuda.py`` on a machine with a GPU.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from flowrt import dtypes as _dt
+from flowrt import errors
+from flowrt.hookspecs import hookimpl
+from flowrt.op_registry import KernelContext, KernelDef, KernelSet
+
+__all__ = ["ks", "GPU_OPS", "HOST_OPS", "flowrt_kernel_sets", "gpu_supports"]
+
+ks = KernelSet("cuda")
+
+_UNARY = """Abs Neg Square Sqrt Exp Expm1 Log Log1p Sin Cos Tan Asin Acos Atan Sinh Cosh Tanh
+Asinh Acosh Atanh Floor Ceil Rint Round IsNan IsInf IsFinite LogicalNot Sign Reciprocal Inv
+Rsqrt Sigmoid Real Imag Angle ComplexAbs Conj Cast""".split()
+_BINARY = """AddV2 Sub Mul Maximum Minimum Atan2 Add Div RealDiv TruncateDiv FloorDiv FloorMod
+TruncateMod Mod Pow SquaredDifference DivNoNan MulNoNan Xdivy Xlogy Complex Less LessEqual
+Greater GreaterEqual LogicalAnd LogicalOr Equal NotEqual AddN ClipByValue""".split()
+_REDUCE = """Sum Mean Prod Max Min All Any EuclideanNorm ArgMax ArgMin Cumsum Cumprod""".split()
+_LINALG = """MatMul BatchMatMulV2 BatchMatMul""".split()
+_SHAPE = """Reshape Transpose ConjugateTranspose ConcatV2 Pack Unpack Split SplitV Squeeze
+ExpandDims Tile Pad PadV2 MirrorPad Slice StridedSlice Gather GatherV2 GatherNd OneHot Fill
+ZerosLike OnesLike Range LinSpace ReverseV2 Shape ShapeN Size Rank Select SelectV2
+BroadcastTo BroadcastArgs BroadcastGradientArgs MatrixDiag MatrixDiagPart MatrixSetDiag
+MatrixBandPart Diag DiagPart ScatterNd UnsortedSegmentSum StridedSliceGrad MirrorPadGrad
+Where""".split()
+_IDENTITY = """Identity IdentityN StopGradient PreventGradient Snapshot Placeholder
+PlaceholderWithDefault""".split()
+_STATE = """VariableV2 Assign AssignAdd AssignSub IsVariableInitialized ApplyGradientDescent
+ApplyMomentum ApplyAdam ApplyAdagrad ApplyRMSProp ApplyCenteredRMSProp
+ApplyAdadelta""".split()
+_NN = """Relu Relu6 LeakyRelu Elu Selu Softplus Softsign Softmax LogSoftmax BiasAdd L2Loss
+SoftmaxCrossEntropyWithLogits SparseSoftmaxCrossEntropyWithLogits Conv2D MaxPool AvgPool
+SigmoidGrad TanhGrad SqrtGrad RsqrtGrad ReciprocalGrad InvGrad ReluGrad Relu6Grad EluGrad
+SeluGrad SoftplusGrad SoftsignGrad LeakyReluGrad BiasAddGrad Conv2DBackpropInput
+Conv2DBackpropFilter MaxPoolGrad MaxPoolGradGrad AvgPoolGrad""".split()
+
+#: Ops whose GPU kernel is the CPU kernel run on host memory: random generators (so a
+#: seeded op gives the CPU's values on every device type, and an initializer colocated
+#: with a GPU variable stays with it).
+HOST_OPS: tuple[str, ...] = ("RandomUniform", "RandomStandardNormal", "TruncatedNormal",
+                             "RandomUniformInt", "RandomShuffle", "Multinomial",
+                             "RandomGamma")
+#: Inputs kept in host memory on the GPU beyond those the standard kernels declare.
+_EXTRA_HOST = {"LinSpace": ("start", "stop")}
+
+#: Ops with a GPU kernel (the standard array-module kernel, wrapped), plus ``Const``.
+GPU_OPS: tuple[str, ...] = tuple(_UNARY + _BINARY + _REDUCE + _LINALG + _SHAPE + _IDENTITY
+                                 + _STATE + _NN)
+
+_NEVER = {"string", "resource", "variant"}
+_HOST_T = ("T", "dtype")
+
+
+def gpu_supports(op_def: Any) -> Callable[[dict], bool]:
+    """The ``supports(attrs)`` of a GPU kernel: no string, resource or variant tensor."""
+    typed = [n for a in list(op_def.inputs) + list(op_def.outputs)
+             for n in (a.type_attr, a.type_list_attr) if n]
+    fixed = [a.dtype.base_dtype.name for a in list(op_def.inputs) + list(op_def.outputs)
+             if a.dtype is not None]
+    if any(n in _NEVER for n in fixed):
+        return lambda attrs: False
+
+    def supports(attrs: dict[str, Any]) -> bool:
+        for name in typed:
+            v = attrs.get(name)
+            if v is None:
+                continue
+            for t in (v if isinstance(v, (list, tuple)) else (v,)):
+                if _dt.as_dtype(t).base_dtype.name in _NEVER:
+                    return False
+        return True
+
+    return supports
+
+
+def _int32_node(attrs: dict[str, Any]) -> bool:
+    for name in _HOST_T:
+        v = attrs.get(name)
+        if v is not None and not isinstance(v, (list, tuple)):
+            return _dt.as_dtype(v).base_dtype.name == "int32"
+    return False
+
+
+def _on_host(ctx: KernelContext) -> KernelContext:
+    """A copy of ``ctx`` whose array module is numpy."""
+    c = object.__new__(KernelContext)
+    for k in KernelContext.__slots__:
+        setattr(c, k, getattr(ctx, k))
+    c.xp = np
+    return c
+
+
+def _positions(op_def: Any, args: Any, attrs: dict[str, Any], names: set[str]) -> set[int]:
+    """Positions (list arguments expanded) of the arguments named in ``names``."""
+    out: set[int] = set()
+    i = 0
+    for a in args:
+        if a.number_attr is not None:
+            n = int(attrs.get(a.number_attr, 1))
+        elif a.type_list_attr is not None:
+            n = len(attrs.get(a.type_list_attr, ()))
+        else:
+            n = 1
+        if a.name in names:
+            out.update(range(i, i + n))
+        i += n
+    return out
+
+
+def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
+    host = set(base.host_memory) | set(_EXTRA_HOST.get(base.op, ()))
+    skip = 1 if base.kind == "step" else 0
+
+    def factory(ctx: KernelContext) -> Callable[..., Any]:
+        dev = ctx.device
+        cp = dev.xp
+        ndarray = cp.ndarray
+        if on_host or _int32_node(ctx.attrs):
+            return _host_kernel(base, ctx, ndarray, skip)
+        host_in = _positions(op_def, op_def.inputs, ctx.attrs, host)
+        host_out = _positions(op_def, op_def.outputs, ctx.attrs, host)
+        n_in = len(ctx.input_dtypes)
+        dev_in = [i for i in range(n_in) if i not in host_in]
+        host_in_l = sorted(host_in)
+        active = dev.activate()
+        with active:
+            inner = base.factory(ctx)
+        oom = cp.cuda.memory.OutOfMemoryError
+        name, where = ctx.node_name, dev.name
+
+        def convert(args: tuple) -> list:
+            a = list(args)
+            for i in dev_in:
+                j = i + skip
+                x = a[j]
+                if type(x) is np.ndarray or isinstance(x, (np.generic, bool, int, float)):
+                    a[j] = dev.from_host(x)
+            for i in host_in_l:
+                j = i + skip
+                if isinstance(a[j], ndarray):
+                    a[j] = a[j].get()
+            return a
+
+        def host_outputs(out: Any) -> Any:
+            if not host_out:
+                return out
+            if isinstance(out, (list, tuple)):
+                return type(out)(o.get() if i in host_out and isinstance(o, ndarray) else o
+                                 for i, o in enumerate(out))
+            return out.get() if 0 in host_out and isinstance(out, ndarray) else out
+
+        def compute(*args: Any) -> Any:
+            a = convert(args)
+            try:
+                with active:
+                    return host_outputs(inner(*a))
+            except oom as e:
+                raise errors.ResourceExhaustedError(
+                    None, None, f"OOM when running node '{name}' (op '{ctx.op_type}') on "
+                    f"{where}: {e}") from None
+
+        return compute
+
+    return KernelDef(base.op, factory, "GPU", base.kind, base.expensive,
+                     tuple(sorted(host)), supports=gpu_supports(op_def))
+
+
+def _host_kernel(base: KernelDef, ctx: KernelContext, ndarray: Any,
+                 skip: int) -> Callable[..., Any]:
+    """An int32 node on a GPU runs the CPU kernel on host memory, as TF's int32 GPU
+    kernels do: shape arithmetic never waits for the GPU."""
+    inner = base.factory(_on_host(ctx))
+
+    def compute(*args: Any) -> Any:
+        if any(isinstance(x, ndarray) for x in args):
+            args = tuple(x.get() if isinstance(x, ndarray) else x for x in args)
+        return inner(*args)
+
+    return compute
+
+
+_HOST_CONST = {"b", "i", "u", "O", "S", "U"}
+
+
+def _const_factory(base: KernelDef) -> Callable[[KernelContext], Callable[..., Any]]:
+    def factory(ctx: KernelContext) -> Callable[..., Any]:
+        inner = base.factory(ctx)
+        dev = ctx.device
+
+        def compute() -> Any:
+            v = inner()
+            if isinstance(v, np.ndarray) and v.dtype.kind not in _HOST_CONST:
+                return dev.from_host(v)
+            return v  # integers, booleans and strings stay in host memory, as in TF
+
+        return compute
+
+    return factory
+
+
+def _build() -> None:
+    from flowrt.plugins.kernels.standard import _common  # noqa: PLC0415
+    from flowrt.plugins.kernels.standard import ks as std_ks  # noqa: PLC0415,F401
+
+    std = {(k.op, k.device_type): k for k in _common.ks.kernels}
+    for op in GPU_OPS:
+        base = std.get((op, "*"))
+        if base is None:
+            raise RuntimeError(f"cuda kernels: the standard set has no kernel for {op!r}")
+        ks.kernels.append(_wrap(base, _common.ks.ops[op]))
+    for op in HOST_OPS:
+        ks.kernels.append(_wrap(std[(op, "*")], _common.ks.ops[op], on_host=True))
+    c = std[("Const", "*")]
+    ks.kernels.append(KernelDef("Const", _const_factory(c), "GPU", c.kind,
+                                supports=gpu_supports(_common.ks.ops["Const"])))
+
+
+_built = False
+
+
+@hookimpl
+def flowrt_kernel_sets() -> list[KernelSet]:
+    global _built
+    if not _built:
+        _build()
+        _built = True
+    return [ks]
