@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # A separate environment with tensorflow-cpu for side-by-side runs (never a dependency).
 TF_VENV ?= ../tf-venv
 
-.PHONY: demo test compat bench bench-dist bench-rtt plugins clean
+.PHONY: demo test test-gpu bench-gpu compat bench bench-dist bench-rtt plugins clean
 
 EXAMPLE_PLUGIN := $(wildcard examples/flowrt-example-plugin/pyproject.toml examples/flowrt-example-plugin/src/*/*.py examples/flowrt-example-plugin/*/*.py)
 
@@ -22,6 +22,23 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest -q -n 2 -p no:cacheprovider
+
+# On a machine with a GPU and CuPy (GPU_PY: a python with flowrt and cupy installed): the
+# GPU tests, then the kernel, gradient, optimizer and executor suites, whose ops land on
+# the GPU there. Fails rather than skips when no GPU is found.
+GPU_PY ?= $(VPY)
+GPU_SUITES := tests/test_cuda.py tests/test_math_unary.py tests/test_math_binary.py \
+	tests/test_math_reduce.py tests/test_math_matmul.py tests/test_array_ops.py \
+	tests/test_array_props.py tests/test_array_dtypes.py tests/test_nn_ops.py \
+	tests/test_nn_grad.py tests/test_math_grad.py tests/test_array_grad.py \
+	tests/test_gradients.py tests/test_optimizers.py tests/test_variables.py \
+	tests/test_initializers.py tests/test_executor.py tests/test_control_flow.py \
+	tests/test_while_loop.py tests/test_session.py
+test-gpu:
+	FLOWRT_REQUIRE_GPU=1 $(GPU_PY) -m pytest -q -n 8 -p no:cacheprovider $(GPU_SUITES)
+
+bench-gpu:
+	$(GPU_PY) bench/gpu_bench.py --markdown
 
 plugins: $(STAMP)
 	$(VENV)/bin/flowrt plugins

@@ -74,10 +74,16 @@ def _cmd_server(args: argparse.Namespace) -> int:
             raise ValueError("say which task this is: --job and --task (or a \"task\" in "
                              "the FLOWRT_CONFIG JSON)")
         config = None
-        if args.intra_op_threads is not None:
+        if args.intra_op_threads is not None or args.gpus is not None:
             from .proto.config_pb2 import ConfigProto
 
-            config = ConfigProto(intra_op_parallelism_threads=args.intra_op_threads)
+            config = ConfigProto()
+            if args.intra_op_threads is not None:
+                config.intra_op_parallelism_threads = args.intra_op_threads
+            if args.gpus is not None:
+                if args.gpus < 0:
+                    raise ValueError(f"--gpus must be >= 0, got {args.gpus}")
+                config.device_count["GPU"] = args.gpus
         server = Server(cluster, job_name=job, task_index=task or 0,
                         protocol=args.protocol, config=config,
                         health_check_period=args.health_check_period, start=False)
@@ -148,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="threads numpy's BLAS uses inside one op in this process "
                     "(ConfigProto.intra_op_parallelism_threads); 1 suits several busy "
                     "tasks on one machine")
+    sv.add_argument("--gpus", type=int, default=None, metavar="N",
+                    help="use at most N GPUs (ConfigProto.device_count['GPU']); 0 for a "
+                    "parameter server that must not touch the GPUs")
     sv.set_defaults(fn=_cmd_server)
     args = p.parse_args(argv)
     return int(args.fn(args) or 0)

@@ -137,3 +137,23 @@ def test_python_dash_m_flowrt_is_the_flowrt_command():
     bad = subprocess.run([sys.executable, "-m", "flowrt", "no-such-command"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0
+
+
+def test_server_gpus_option_builds_the_device_count(tmp_path, monkeypatch, capsys):
+    import flowrt.cli as cli_mod
+
+    seen = {}
+
+    class FakeServer:
+        def __init__(self, cluster, job_name, task_index, protocol, config, **kw):
+            seen["config"] = config
+            raise ValueError("stop here")
+
+    monkeypatch.setattr("flowrt.server.Server", FakeServer)
+    spec = tmp_path / "c.json"
+    spec.write_text(json.dumps({"ps": ["127.0.0.1:1"]}))
+    args = ["server", "--cluster", str(spec), "--job", "ps", "--task", "0"]
+    assert cli_mod.main(args + ["--gpus", "0"]) == 2
+    assert seen["config"].device_count["GPU"] == 0
+    assert cli_mod.main(args + ["--gpus", "-1"]) == 2
+    assert "--gpus must be >= 0, got -1" in capsys.readouterr().err
