@@ -227,6 +227,7 @@ class Executor:
         self.session_state = session_state or SessionState()
         self.inter_op_threads = inter_op_threads
         order = ir.topo_sort()
+        devs: dict[int, Any] = {}
         self.nodes: list[_CNode] = []
         slot_of: dict[tuple[str, int], int] = {}
         index_of: dict[str, int] = {}
@@ -237,6 +238,7 @@ class Executor:
             c = _CNode()
             c.node, c.index = node, i
             dev = device_of(node)
+            devs[id(dev)] = dev
             c.device_name = dev.name
             c.out_base = nslots
             c.n_out = len(node.out_dtypes)
@@ -320,6 +322,11 @@ class Executor:
         self._lines: list[int] = []
         if self.straight_line:
             self._fn = self._generate()
+        #: an accelerator's ``activate()`` (its device and stream made current), entered
+        #: once around a straight-line run of a partition on that one device
+        self._activate: Callable[[], Any] | None = None
+        if len(devs) == 1:
+            self._activate = getattr(next(iter(devs.values())), "activate", None)
 
     # -- compilation ------------------------------------------------------------------
     def _build_kernel(self, node: Node, kdef: Any, dev: Any) -> Callable[..., Any]:
@@ -391,8 +398,12 @@ class Executor:
         """
         if self._fn is not None and stats is None:
             try:
-                with np.errstate(all="ignore"):
-                    out = self._fn(args, step)
+                if self._activate is not None:
+                    with np.errstate(all="ignore"), self._activate():
+                        out = self._fn(args, step)
+                else:
+                    with np.errstate(all="ignore"):
+                        out = self._fn(args, step)
             except Exception as e:
                 c = self._failing_node(sys.exc_info()[2])
                 if c is None:

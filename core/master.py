@@ -144,6 +144,31 @@ def _pass_enabled(config: Any, p: Any) -> bool:
     return p.enabled_by_default
 
 
+def _colocated_users(graph: Any) -> dict[str, list[Any]]:
+    """``{node name: ops of the whole graph that must share its device}``: the consumers
+    of its reference (or resource) outputs and the ops colocated with it by ``_class``."""
+    users: dict[str, list[Any]] = {}
+    for op in graph.get_operations():
+        od = getattr(op, "op_def", None)
+        if od is not None and op.inputs:
+            args: list[Any] = []
+            for a in od.inputs:
+                if a.number_attr is not None:
+                    args.extend([a] * int(op.node_attrs.get(a.number_attr, 0)))
+                elif a.type_list_attr is not None:
+                    args.extend([a] * len(op.node_attrs.get(a.type_list_attr, ())))
+                else:
+                    args.append(a)
+            for t, a in zip(op.inputs, args):
+                if a.is_ref or t.dtype.base_dtype.name == "resource":
+                    users.setdefault(t.op.name, []).append(op)
+        for loc in op.node_attrs.get("_class", ()) or ():
+            loc = loc.decode() if isinstance(loc, bytes) else str(loc)
+            if loc.startswith("loc:@"):
+                users.setdefault(loc[5:], []).append(op)
+    return users
+
+
 class MasterSession:
     """A session on the master: the graph, its config and the compiled-step cache."""
 
@@ -163,6 +188,7 @@ class MasterSession:
         self.cost_model = CostModel()
         #: a restart of a task this session used, reported by its next step
         self.pending_error: BaseException | None = None
+        self._users: tuple[int, dict[str, list[Any]]] | None = None
 
     # -- compile ----------------------------------------------------------------------
     def make_callable(self, feeds: Sequence[str], fetches: Sequence[str],
@@ -195,6 +221,31 @@ class MasterSession:
             raise errors.NotFoundError(None, None, str(e).strip("'\"")) from None
         return feeds, fetches, targets
 
+    def _colocated_types(self, ir: GraphIR, runtime: Any, devices: list[Any]
+                         ) -> dict[str, set[str]] | None:
+        """For each node of the step whose reference other ops of the graph use (a
+        variable and its updates, maybe in other steps): the device types all of those
+        ops have kernels for. Only computed when the devices are of several types."""
+        if len({d.device_type for d in devices}) < 2 or \
+                not hasattr(self.graph, "get_operations"):
+            return None
+        version = self.graph.version
+        if self._users is None or self._users[0] != version:
+            self._users = (version, _colocated_users(self.graph))
+        users = self._users[1]
+        out: dict[str, set[str]] = {}
+        for name in ir.nodes:
+            ops = users.get(name)
+            if not ops:
+                continue
+            ts: set[str] | None = None
+            for op in ops:
+                t = set(runtime.kernel_device_types(op.type, op.node_attrs))
+                ts = t if ts is None else ts & t
+            if ts:
+                out[name] = ts
+        return out
+
     def _compile(self, cs: CompiledStep) -> None:
         runtime = self.master.runtime
         version = self.graph.version
@@ -213,7 +264,8 @@ class MasterSession:
         placed = place(ir, devices, runtime,
                        allow_soft=bool(cfg is not None and cfg.allow_soft_placement),
                        log=bool(cfg is not None and cfg.log_device_placement),
-                       config=cfg, cost_model=self.cost_model)
+                       config=cfg, cost_model=self.cost_model,
+                       graph_types=self._colocated_types(ir, runtime, devices))
         owners = {id(d): w for w in workers for d in w.devices}
         used = {id(owners[id(d)]): owners[id(d)] for d in placed.values()}
         threads = int(cfg.inter_op_parallelism_threads) if cfg is not None else 0

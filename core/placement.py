@@ -81,7 +81,8 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
           log: bool = False, default_job: str | None = None,
           default_task: int | None = None, placer: str | None = None,
           cost_model: Any = None, config: Any = None,
-          _whole_graph: bool = False) -> dict[str, Any]:
+          _whole_graph: bool = False,
+          graph_types: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """Assign ``node.assigned_device`` for every node; returns ``{name: Device}``.
 
     :param devices: every device the session may use (their ``name`` is canonical)
@@ -90,6 +91,10 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
     :param cost_model: the session's :class:`~flowrt.cost_model.CostModel` (it holds
         measured node times); a fresh one when None
     :param config: the session's ``ConfigProto`` (only read for the placer)
+    :param graph_types: ``{node name: device types}`` the node's group must also allow:
+        the kernel types of the ops in the whole graph colocated with it (a variable's
+        updates in other steps), so that every step puts a variable on the same device
+        type, as TF's placer of the whole graph does
     :raises InvalidArgumentError: when a constraint cannot be met, naming the node,
         the requested device and the available devices or kernel device types, or for
         an unknown placer name
@@ -147,6 +152,8 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
             if n.type == ARG_OP:
                 continue
             ts = set(runtime.kernel_device_types(n.type, n.node_attrs))
+            if graph_types and n.name in graph_types and ts & graph_types[n.name]:
+                ts &= graph_types[n.name]
             kernel_types = ts if kernel_types is None else kernel_types & ts
             if not ts:
                 raise errors.InvalidArgumentError(

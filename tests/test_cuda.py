@@ -126,6 +126,10 @@ def test_every_listed_op_has_a_gpu_kernel_and_strings_stay_off_the_gpu():
     assert "GPU" not in rt.kernel_device_types("Identity", {"T": tf.string})
     assert "GPU" not in rt.kernel_device_types("IdentityN", {"T": [tf.float32, tf.string]})
     assert "GPU" not in rt.kernel_device_types("Const", {"dtype": tf.string})
+    segsum = {"Tindices": tf.int32, "Tnumsegments": tf.int32}
+    assert "GPU" in rt.kernel_device_types("UnsortedSegmentSum", {"T": tf.float32, **segsum})
+    assert "GPU" not in rt.kernel_device_types("UnsortedSegmentSum",
+                                               {"T": tf.complex64, **segsum})
     # ops without a GPU kernel: strings, checkpoint I/O, printing
     for op in ("StringJoin", "SaveV2", "Print", "Einsum"):
         if op in rt.op_defs:
@@ -751,3 +755,47 @@ def test_environment_variable_limits_the_gpu_count(monkeypatch):
 
 if os.environ.get("FLOWRT_REQUIRE_GPU") == "1" and not GPUS:  # pragma: no cover
     raise RuntimeError(f"FLOWRT_REQUIRE_GPU=1 but no GPU: {_DT.unavailable_reason}")
+
+
+@needs_gpu
+def test_a_variable_updated_by_a_cpu_only_op_lives_on_the_cpu_in_every_step():
+    # ScatterUpdate has no GPU kernel: the variable must be on the CPU already when the
+    # step that only initializes it runs, or the update step would see another variable
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.zeros(4, np.float32))
+        upd = tf.scatter_update(v, [1, 3], [5.0, 7.0])
+    md = tf.RunMetadata()
+    with tf.Session(graph=g) as s:
+        s.run(v.initializer, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+              run_metadata=md)
+        assert s.run(upd).tolist() == [0, 5, 0, 7]
+        assert s.run(v).tolist() == [0, 5, 0, 7]
+    placed = _placed(md)
+    assert placed[v.op.name].endswith("CPU:0"), placed
+
+
+@needs_gpu
+def test_activate_is_reentrant_and_restores_the_threads_stream():
+    d = GPUS[0]
+    cp = d.xp
+    before = cp.cuda.get_current_stream()
+    assert cuda_dev.active_gpu() is None
+    with d.activate():
+        assert cp.cuda.get_current_stream() == d.compute_stream
+        assert cuda_dev.active_gpu() == d.physical
+        with d.activate():  # nested: no change, and nothing undone on its exit
+            assert cp.cuda.get_current_stream() == d.compute_stream
+        assert cp.cuda.get_current_stream() == d.compute_stream
+    assert cp.cuda.get_current_stream() == before and cuda_dev.active_gpu() is None
+    seen: list[bool] = []
+
+    def other() -> None:  # another thread's state is its own
+        seen.append(cuda_dev.active_gpu() is None and
+                    cp.cuda.get_current_stream() != d.compute_stream)
+
+    with d.activate():
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10)
+    assert seen == [True]

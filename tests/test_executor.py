@@ -116,6 +116,13 @@ TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 MODES = [pytest.param(None, id="straight_line"), pytest.param(TRACE, id="dataflow")]
 
 
+@pytest.fixture
+def cpu_only(monkeypatch):
+    """Tests of the executor's internals look at a step's single partition: keep any GPU
+    out of it (a GPU host puts ops there by default)."""
+    monkeypatch.setenv("FLOWRT_GPUS", "0")
+
+
 def executors(sess: Any) -> list[Any]:
     """The executors a session compiled (for asserting which scheduler ran)."""
     out = []
@@ -177,7 +184,7 @@ def test_a_failing_kernel_aborts_the_step(g, options):
         assert RAN == ["before"]
 
 
-def test_failing_node_found_among_many_in_the_straight_line_path(g):
+def test_failing_node_found_among_many_in_the_straight_line_path(g, cpu_only):
     x = tf.placeholder(tf.float32, name="x")
     y = x
     for i in range(60):
@@ -251,7 +258,7 @@ def test_assign_then_read_with_control_dependencies(runtime):
 
 # -- large steps on both schedulers ----------------------------------------------------------
 @pytest.mark.parametrize("options", MODES)
-def test_two_hundred_node_step(g, options, monkeypatch):
+def test_two_hundred_node_step(g, cpu_only, options, monkeypatch):
     monkeypatch.setenv("FLOWRT_DISABLE_PASSES", "all")  # CSE would merge the fan-out
     x = tf.placeholder(tf.float32, [3], name="x")
     chain = x
@@ -269,7 +276,7 @@ def test_two_hundred_node_step(g, options, monkeypatch):
         np.testing.assert_array_equal(f, xs + 1)
 
 
-def test_dataflow_scheduler_with_expensive_kernels(g, monkeypatch):
+def test_dataflow_scheduler_with_expensive_kernels(g, cpu_only, monkeypatch):
     monkeypatch.setenv("FLOWRT_DISABLE_PASSES", "all")  # CSE would merge the slow nodes
     x = tf.placeholder(tf.float32, name="x")
     cheap = x
@@ -307,7 +314,7 @@ def test_matmuls_on_the_dataflow_path():
     np.testing.assert_allclose(got[4], (a_val @ a_val) * 2, rtol=1e-4, atol=1e-4)
 
 
-def test_one_inter_op_thread_runs_expensive_kernels_serially(g):
+def test_one_inter_op_thread_runs_expensive_kernels_serially(g, cpu_only):
     x = tf.placeholder(tf.float32, name="x")
     slow = [apply_op("TestSlow", x=x, delay=0.01, name=f"s{i}") for i in range(3)]
     with tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=1)) as s:

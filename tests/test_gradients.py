@@ -145,10 +145,14 @@ def test_compute_gradient_errors():
 
 
 def test_test_namespace_device_queries():
-    assert tf.test.is_gpu_available() is False
-    assert tf.test.is_gpu_available(cuda_only=True) is False
+    from flowrt.runtime import default_runtime
+
+    gpu = default_runtime().device_types.get("GPU")
+    has_gpu = bool(gpu is not None and gpu.discover(None, "localhost", 0))
+    assert tf.test.is_gpu_available() is has_gpu
+    assert tf.test.is_gpu_available(cuda_only=True) is has_gpu
     assert tf.test.is_built_with_cuda() is False
-    assert tf.test.gpu_device_name() == ""
+    assert tf.test.gpu_device_name() == ("/device:GPU:0" if has_gpu else "")
 
 
 # =======================================================================================

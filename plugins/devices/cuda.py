@@ -29,6 +29,7 @@ and sent by the transport.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -41,15 +42,17 @@ from flowrt.device import Device, DeviceType
 from flowrt.hookspecs import hookimpl
 
 __all__ = ["CUDADevice", "flowrt_device_types", "gpu_device_type", "STAGING_CHUNK",
-           "SMALL_COPY"]
+           "SMALL_COPY", "active_gpu"]
 
 #: Host-to-device copies at least this large go through the pinned staging pipeline;
 #: smaller ones are one ``cudaMemcpyAsync`` from pageable memory on the compute stream.
 SMALL_COPY = 1 << 20
 #: Bytes per staging chunk (two chunk buffers per device alternate).
 STAGING_CHUNK = 16 << 20
-#: Threads copying one chunk into pinned memory (numpy's copy releases the GIL).
-_COPY_THREADS = 4
+#: Threads copying one chunk into pinned memory (numpy's copy releases the GIL);
+#: ``FLOWRT_H2D_THREADS`` overrides it.
+_COPY_THREADS = max(1, int(os.environ.get("FLOWRT_H2D_THREADS", "0") or 0)
+                    or min(8, (os.cpu_count() or 2) // 2))
 #: Device-to-host copies at least this large land in pinned memory (a faster DMA); the
 #: host array returned then lives in CuPy's pinned pool until it is dropped.
 PINNED_RESULT = 1 << 20
@@ -122,24 +125,57 @@ def _copy_pool() -> ThreadPoolExecutor:
         return _POOL[0]
 
 
+#: ``_TLS.cur``: the physical GPU whose device and compute stream this thread has made
+#: current through :meth:`CUDADevice.activate` (None outside one)
+_TLS = threading.local()
+
+
+def active_gpu() -> int | None:
+    """The GPU (CUDA ordinal) whose ``activate()`` context this thread is in, if any."""
+    return getattr(_TLS, "cur", None)
+
+
 class _Active:
-    """``with device.activate():`` makes the device current and its compute stream the
-    current stream of this thread (CuPy keeps both per thread)."""
+    """``with device.activate():`` makes the GPU the current device and its compute
+    stream the current stream of this thread (CuPy keeps both per thread), and puts back
+    the previous ones on exit. What is saved lives in a thread-local stack, so one
+    object serves every thread. Re-entrant: inside a context for the same GPU, entering
+    costs one thread-local read."""
 
-    __slots__ = ("dev", "stream", "prev")
+    __slots__ = ("cp", "stream", "physical")
 
-    def __init__(self, dev: Any, stream: Any):
-        self.dev, self.stream = dev, stream
+    def __init__(self, cp: Any, stream: Any, physical: int):
+        self.cp, self.stream, self.physical = cp, stream, physical
 
     def __enter__(self) -> None:
-        self.dev.__enter__()
-        self.stream.__enter__()
+        stack = getattr(_TLS, "stack", None)
+        if stack is None:
+            stack = _TLS.stack = []
+        prev = getattr(_TLS, "cur", None)
+        if prev == self.physical:
+            stack.append(_NOOP)  # already current on this thread: nothing to change
+            return
+        rt = self.cp.cuda.runtime
+        prev_dev = rt.getDevice()
+        if prev_dev != self.physical:
+            rt.setDevice(self.physical)
+        prev_stream = self.cp.cuda.get_current_stream()
+        self.stream.use()
+        stack.append((prev, prev_dev, prev_stream))
+        _TLS.cur = self.physical
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            self.stream.__exit__(*exc)
-        finally:
-            self.dev.__exit__(*exc)
+        saved = _TLS.stack.pop()
+        if saved is _NOOP:
+            return
+        prev, prev_dev, prev_stream = saved
+        _TLS.cur = prev
+        prev_stream.use()  # the stream that was current on this device
+        if prev_dev != self.physical:
+            self.cp.cuda.runtime.setDevice(prev_dev)
+
+
+_NOOP = object()
 
 
 class CUDADevice(Device):
@@ -156,7 +192,6 @@ class CUDADevice(Device):
         self.xp = cp
         self.physical = physical
         self._cp = cp
-        self._cuda = cp.cuda.Device(physical)
         self._st = _state(cp, physical)
 
     # -- streams -----------------------------------------------------------------------
@@ -165,13 +200,26 @@ class CUDADevice(Device):
         """The stream every kernel on this device is queued on."""
         return self._st.ensure().compute
 
+    @contextlib.contextmanager
+    def _on(self) -> Iterator[None]:
+        """This GPU as the thread's current device (the stream left as it is)."""
+        rt = self._cp.cuda.runtime
+        prev = rt.getDevice()
+        if prev != self.physical:
+            rt.setDevice(self.physical)
+        try:
+            yield
+        finally:
+            if prev != self.physical:
+                rt.setDevice(prev)
+
     def activate(self) -> _Active:
         """A context making this device and its compute stream current (per thread)."""
-        return _Active(self._cuda, self._st.ensure().compute)
+        return _Active(self._cp, self._st.ensure().compute, self.physical)
 
     def synchronize(self) -> None:
         st = self._st.ensure()
-        with self._cuda:
+        with self._on():
             st.compute.synchronize()
             st.h2d.synchronize()
             st.d2h.synchronize()
@@ -187,17 +235,17 @@ class CUDADevice(Device):
                 f"{a.dtype} (strings and objects stay in host memory)")
         st = self._st.ensure()
         if a.nbytes < SMALL_COPY:
-            with self._cuda, st.compute:
+            with self.activate():
                 return cp.asarray(a)
         a = np.ascontiguousarray(a)
-        with self._cuda, st.compute:
+        with self.activate():
             out = _alloc(cp, a.shape, a.dtype, self.name)
         src = a.reshape(-1).view(np.uint8)
         dst = out.data.ptr
         n = src.size
         memcpy = cp.cuda.runtime.memcpyAsync
         pool = _copy_pool()
-        with st.lock, self._cuda:
+        with st.lock, self._on():
             bufs = st.staging_buffers()
             evs = st.staging_events
             i = 0
@@ -219,7 +267,7 @@ class CUDADevice(Device):
         if not isinstance(value, cp.ndarray):
             return np.asarray(value)
         st = self._st.ensure()
-        with self._cuda:
+        with self._on():
             ev = st.compute.record()
             st.d2h.wait_event(ev)
             if value.nbytes >= PINNED_RESULT:
@@ -247,10 +295,10 @@ class CUDADevice(Device):
     def _peer_copy(self, value: Any, src: "CUDADevice") -> Any:
         cp = self._cp
         sst, dst = src._st.ensure(), self._st.ensure()
-        with src._cuda, sst.compute:
+        with src.activate():
             value = cp.ascontiguousarray(value)
             ev = sst.compute.record()
-        with self._cuda, dst.compute:
+        with self.activate():
             if src.physical not in dst.peers:
                 try:
                     if cp.cuda.runtime.deviceCanAccessPeer(self.physical, src.physical):
@@ -272,10 +320,10 @@ class CUDADevice(Device):
         """Wrap an object exporting ``__dlpack__`` (a torch or JAX GPU tensor, a cupy
         array) as an array of this device, without a copy when it is on this GPU."""
         cp = self._cp
-        with self._cuda:
+        with self._on():
             a = cp.from_dlpack(obj)
         if a.device.id != self.physical:
-            with self._cuda, self._st.ensure().compute:
+            with self.activate():
                 a = cp.asarray(a)
         return a
 
@@ -284,7 +332,7 @@ class CUDADevice(Device):
         "limit": the pool's limit or 0}`` for this GPU."""
         cp = self._cp
         pool = cp.get_default_memory_pool()
-        with self._cuda:
+        with self._on():
             return {"in_use": int(pool.used_bytes()), "pooled": int(pool.total_bytes()),
                     "limit": int(pool.get_limit())}
 

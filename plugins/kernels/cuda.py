@@ -85,16 +85,29 @@ _NEVER = {"string", "resource", "variant"}
 _HOST_T = ("T", "dtype")
 
 
+#: Type attrs of ops whose CuPy implementation handles fewer dtypes than numpy's
+#: (``cupy.add.at`` has no complex, bool or 8/16-bit integer version).
+_ONLY: dict[str, tuple[str, frozenset[str]]] = {
+    "UnsortedSegmentSum": ("T", frozenset({"int32", "int64", "float16", "float32",
+                                           "float64", "uint32", "uint64"})),
+}
+
+
 def gpu_supports(op_def: Any) -> Callable[[dict], bool]:
-    """The ``supports(attrs)`` of a GPU kernel: no string, resource or variant tensor."""
+    """The ``supports(attrs)`` of a GPU kernel: no string, resource or variant tensor,
+    and only the dtypes CuPy handles where it handles fewer than numpy."""
     typed = [n for a in list(op_def.inputs) + list(op_def.outputs)
              for n in (a.type_attr, a.type_list_attr) if n]
     fixed = [a.dtype.base_dtype.name for a in list(op_def.inputs) + list(op_def.outputs)
              if a.dtype is not None]
     if any(n in _NEVER for n in fixed):
         return lambda attrs: False
+    only = _ONLY.get(op_def.name)
 
     def supports(attrs: dict[str, Any]) -> bool:
+        if only is not None and only[0] in attrs and \
+                _dt.as_dtype(attrs[only[0]]).base_dtype.name not in only[1]:
+            return False
         for name in typed:
             v = attrs.get(name)
             if v is None:
