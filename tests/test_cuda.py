@@ -676,6 +676,15 @@ def test_a_variable_and_its_colocated_initializer_stay_on_the_gpu():
     assert placed["v"].endswith("GPU:0") and placed["v/Assign"].endswith("GPU:0")
 
 
+def _python(code: str) -> list[str]:
+    """Run ``code`` in a fresh interpreter (CuPy's pool settings are per process); the
+    words it printed."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout.split()
+
+
 _SUBPROCESS_MEMORY = r"""
 import numpy as np, flowrt as tf
 from flowrt import errors
@@ -699,10 +708,7 @@ with tf.Session(config=cfg) as s:
 
 @needs_gpu
 def test_a_memory_fraction_caps_the_pool_and_oom_names_the_device():
-    r = subprocess.run([sys.executable, "-c", _SUBPROCESS_MEMORY], capture_output=True,
-                       text=True, timeout=180)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["OOM", "True"], r.stdout
+    assert _python(_SUBPROCESS_MEMORY) == ["OOM", "True"]
 
 
 @needs_gpu
@@ -799,3 +805,35 @@ def test_activate_is_reentrant_and_restores_the_threads_stream():
         t.start()
         t.join(10)
     assert seen == [True]
+
+
+@needs_gpu
+def test_the_peer_copy_path_orders_and_copies():
+    # One GPU here: two device objects on it still take the cudaMemcpyPeerAsync path
+    # (source contiguous after its stream's work, destination stream waiting, source
+    # kept alive until the copy has run); two GPUs take the same code with peer access
+    src = GPUS[0]
+    dst = cuda_dev.CUDADevice(src.xp, 1, src.physical, memory_limit=src.memory_limit)
+    cp = src.xp
+    with src.activate():
+        x = cp.arange(3 * 1000 * 1000, dtype=cp.float32).reshape(3, -1)[:, ::2] * 2
+    y = dst._peer_copy(x, src)
+    assert y.flags.c_contiguous and y.shape == x.shape
+    assert np.array_equal(dst.to_host(y), src.to_host(x))
+
+
+_SUBPROCESS_RESERVE = r"""
+import cupy, flowrt as tf
+cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.02,
+                                               allow_growth=False))
+with tf.Session(config=cfg) as s:
+    gpu = [d for d in s.list_devices() if d.device_type == "GPU"][0]
+    pool = cupy.get_default_memory_pool()
+    lim = gpu.memory_limit_bytes
+    print(pool.total_bytes() >= lim - (80 << 20), abs(pool.get_limit() - lim) <= lim // 100)
+"""
+
+
+@needs_gpu
+def test_without_allow_growth_the_fraction_is_reserved_up_front():
+    assert _python(_SUBPROCESS_RESERVE) == ["True", "True"]
