@@ -300,7 +300,15 @@ class Runtime:
                                               f"{ops[name].plugin!r} and {pname!r}")
                         d.plugin = pname
                         ops[name] = d
-                    prov.setdefault("ops", []).extend(ks.ops)
+                    if ks.ops:
+                        prov.setdefault("ops", []).extend(ks.ops)
+                    foreign: dict[str, int] = {}  # kernels for ops other plugins define
+                    for k in ks.kernels:
+                        if k.op not in ks.ops:
+                            foreign[k.device_type] = foreign.get(k.device_type, 0) + 1
+                    if foreign:
+                        prov.setdefault("kernels", []).extend(
+                            f"{t} ({n})" for t, n in sorted(foreign.items()))
                     for k in ks.kernels:
                         key = (k.op, k.device_type)
                         if key in kernels:
