@@ -837,3 +837,14 @@ with tf.Session(config=cfg) as s:
 @needs_gpu
 def test_without_allow_growth_the_fraction_is_reserved_up_front():
     assert _python(_SUBPROCESS_RESERVE) == ["True", "True"]
+
+
+@needs_gpu
+def test_integer_constants_stay_in_host_memory_and_float_ones_go_to_the_gpu():
+    d = GPUS[0]
+    ints = cuda_k._const_factory(SimpleNamespace(attrs={"value": np.array([2, 3], np.int32)},
+                                                 device=d))()
+    floats = cuda_k._const_factory(SimpleNamespace(attrs={"value": np.ones(3, np.float32)},
+                                                   device=d))()
+    assert type(ints) is np.ndarray and not ints.flags.writeable
+    assert isinstance(floats, d.xp.ndarray) and d.to_host(floats).tolist() == [1, 1, 1]

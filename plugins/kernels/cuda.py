@@ -229,20 +229,15 @@ def _host_kernel(base: KernelDef, ctx: KernelContext, ndarray: Any,
 _HOST_CONST = {"b", "i", "u", "O", "S", "U"}
 
 
-def _const_factory(base: KernelDef) -> Callable[[KernelContext], Callable[..., Any]]:
-    def factory(ctx: KernelContext) -> Callable[..., Any]:
-        inner = base.factory(ctx)
-        dev = ctx.device
-
-        def compute() -> Any:
-            v = inner()
-            if isinstance(v, np.ndarray) and v.dtype.kind not in _HOST_CONST:
-                return dev.from_host(v)
-            return v  # integers, booleans and strings stay in host memory, as in TF
-
-        return compute
-
-    return factory
+def _const_factory(ctx: KernelContext) -> Callable[..., Any]:
+    """``Const`` on a GPU: integer, boolean and string values stay in host memory (as in
+    TF, where int32 lives on the host); others are copied to the GPU once, here."""
+    value = np.array(ctx.attrs["value"])
+    value.flags.writeable = False
+    if value.dtype.kind in _HOST_CONST:
+        return lambda: value
+    on_gpu = ctx.device.from_host(value)
+    return lambda: on_gpu
 
 
 def _build() -> None:
@@ -258,7 +253,7 @@ def _build() -> None:
     for op in HOST_OPS:
         ks.kernels.append(_wrap(std[(op, "*")], _common.ks.ops[op], on_host=True))
     c = std[("Const", "*")]
-    ks.kernels.append(KernelDef("Const", _const_factory(c), "GPU", c.kind,
+    ks.kernels.append(KernelDef("Const", _const_factory, "GPU", c.kind,
                                 supports=gpu_supports(_common.ks.ops["Const"])))
 
 
