@@ -848,3 +848,11 @@ def test_integer_constants_stay_in_host_memory_and_float_ones_go_to_the_gpu():
                                                    device=d))()
     assert type(ints) is np.ndarray and not ints.flags.writeable
     assert isinstance(floats, d.xp.ndarray) and d.to_host(floats).tolist() == [1, 1, 1]
+
+
+def test_cuda_and_gpu_names_canonicalise_to_gpu():
+    from flowrt.device_spec import DeviceSpec
+
+    for s in ("cuda:0", "/device:GPU:0", "/gpu:0", "/device:cuda:0"):
+        assert DeviceSpec.from_string(s).to_string() == "/device:GPU:0", s
+    assert cuda_dev.gpu_device_type().name == "GPU"
