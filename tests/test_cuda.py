@@ -30,13 +30,6 @@ from flowrt.plugins.kernels import cuda as cuda_k
 from flowrt.runtime import default_runtime
 
 
-def _gpus() -> list[Any]:
-    try:
-        return cuda_dev.gpu_device_type().discover(None, "localhost", 0)
-    except Exception:  # pragma: no cover - discovery must not raise; reported below
-        return []
-
-
 _DT = cuda_dev.gpu_device_type()
 GPUS = _DT.discover(None, "localhost", 0)
 needs_gpu = pytest.mark.skipif(not GPUS, reason=f"no GPU here: {_DT.unavailable_reason}")

@@ -469,11 +469,6 @@ def _limit_pool(cp: Any, physical: int, fraction: float, reserve: int) -> None:
                 pass
 
 
-def iter_gpus(devices: Any) -> Iterator[CUDADevice]:
-    """The GPU devices among ``devices``."""
-    return (d for d in devices if isinstance(d, CUDADevice))
-
-
 @hookimpl
 def flowrt_device_types() -> list[DeviceType]:
     return [gpu_device_type()]
