@@ -396,6 +396,11 @@ class Executor:
         :param timeout: seconds a blocked step may wait before it is aborted with
             DeadlineExceededError (None: no limit)
         """
+        if self._activate is None:
+            for a in args:  # feeds are numpy arrays, unless one is a GPU array
+                if type(a) is not np.ndarray:
+                    args = _host_args(args)
+                    break
         if self._fn is not None and stats is None:
             try:
                 if self._activate is not None:
@@ -1195,3 +1200,9 @@ def _run_on_pool_framed(c: _CNode, step: Any, ins: list[Any], done_q: Any,
         done_q.put((c.index, it, None, e, t0, clock(), tid))
         return
     done_q.put((c.index, it, r, None, t0, clock(), tid))
+
+
+def _host_args(args: Sequence[Any]) -> list[Any]:
+    """A partition outside any GPU gets GPU feeds (CuPy arrays) in host memory."""
+    return [a.get() if hasattr(a, "__cuda_array_interface__") and hasattr(a, "get") else a
+            for a in args]

@@ -160,6 +160,43 @@ def _to_user(v: Any) -> Any:
     return v
 
 
+def _check_feed_shape(t: Any, shape: Any, s: tuple[int, ...]) -> None:
+    dims = shape.as_tuple()
+    if dims is not None:
+        if len(s) != len(dims) or any(d is not None and d != x for d, x in zip(dims, s)):
+            raise ValueError(f"Cannot feed value of shape {s} for Tensor "
+                             f"'{t.name}', which has shape '{shape}'")
+
+
+_DL_CUDA = (2, 13)  # DLPack's kDLCUDA and kDLCUDAManaged
+
+
+def _on_gpu(v: Any) -> bool:
+    """Whether a feed value is a GPU array (CuPy's, or any DLPack exporter on CUDA)."""
+    if hasattr(v, "__cuda_array_interface__"):
+        return True
+    dev = getattr(v, "__dlpack_device__", None)
+    if dev is None:
+        return False
+    try:
+        return int(dev()[0]) in _DL_CUDA
+    except Exception:  # noqa: BLE001 - not a usable exporter: fed the ordinary way
+        return False
+
+
+def _gpu_feed(v: Any, npd: Any) -> Any:
+    """A GPU feed as a CuPy array of dtype ``npd``, without a copy when it already is
+    one (torch and JAX tensors are wrapped through DLPack)."""
+    try:
+        import cupy  # noqa: PLC0415 - only when a GPU array is fed
+    except ImportError as e:
+        raise TypeError(f"a GPU array was fed, but cupy is not installed: {e}") from None
+    a = v if isinstance(v, cupy.ndarray) else cupy.from_dlpack(v)
+    if a.dtype != npd:
+        a = a.astype(npd)
+    return a
+
+
 def to_user_host(v: Any) -> Any:
     h = v.get()
     return h[()] if getattr(h, "ndim", 1) == 0 else h
@@ -372,9 +409,12 @@ class BaseSession:
         for t, npd, shape, v in zip(sig.feed_tensors, sig.feed_np, sig.feed_shapes, values):
             if type(v) is np.ndarray and v.dtype == npd:
                 a = v.view()
+            elif npd is not None and npd.kind != "O" and _on_gpu(v):
+                a = _gpu_feed(v, npd)  # stays in GPU memory (DLPack: no copy)
+                _check_feed_shape(t, shape, a.shape)
+                args.append(a)
+                continue
             else:
-                if hasattr(v, "__cuda_array_interface__") and hasattr(v, "get"):
-                    v = v.get()  # a device array (cupy): fed through host memory
                 if isinstance(v, (Tensor, Operation)) or hasattr(v, "_as_graph_element"):
                     raise TypeError(f"The value of a feed cannot be a tf.Tensor object. "
                                     f"Acceptable feed values include Python scalars, strings, "
@@ -404,12 +444,7 @@ class BaseSession:
                                          f"dtype {t.dtype.base_dtype.name}: {e}") from None
                     if a is v:
                         a = a.view()
-            dims = shape.as_tuple()
-            if dims is not None:
-                s = a.shape
-                if len(s) != len(dims) or any(d is not None and d != x for d, x in zip(dims, s)):
-                    raise ValueError(f"Cannot feed value of shape {s} for Tensor "
-                                     f"'{t.name}', which has shape '{shape}'")
+            _check_feed_shape(t, shape, a.shape)
             a.flags.writeable = False
             args.append(a)
         return args

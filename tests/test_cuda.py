@@ -603,17 +603,30 @@ def test_dlpack_in_without_a_copy():
 
 
 @needs_gpu
-def test_device_arrays_can_be_fed():
+def test_gpu_arrays_can_be_fed_to_gpu_and_cpu_consumers():
     d = GPUS[0]
     cp = d.xp
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [3])
         with tf.device(GPU0):
-            y = x * 2.0
+            on_gpu = x * 2.0
+        with tf.device(CPU0):
+            on_cpu = x + 1.0
     with tf.Session(graph=g) as s:
-        out = s.run(y, {x: cp.asarray(np.array([1, 2, 3], np.float32))})
-    assert isinstance(out, np.ndarray) and out.tolist() == [2, 4, 6]
+        for fed in (cp.asarray(np.array([1, 2, 3], np.float32)),
+                    cp.asarray(np.array([1, 2, 3], np.float64))):  # converted on the GPU
+            a, b = s.run([on_gpu, on_cpu], {x: fed})
+            assert isinstance(a, np.ndarray) and a.tolist() == [2, 4, 6]
+            assert b.tolist() == [2, 3, 4]
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            s.run(on_gpu, {x: cp.zeros(4, cp.float32)})
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - the GPU image has torch
+            return
+        t = torch.arange(3, dtype=torch.float32, device="cuda") + 1  # through DLPack
+        assert s.run(on_gpu, {x: t}).tolist() == [2, 4, 6]
 
 
 @needs_gpu
