@@ -18,6 +18,7 @@ import numpy as np
 from . import device as _device_module  # noqa: F401
 from . import dtypes as _dt
 from .device_spec import DeviceSpec
+from .op_registry import expand_args
 from .tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = [
@@ -1531,15 +1532,7 @@ def _attr_value(adef: Any, value: Any, op_type: str) -> Any:
 
 def _expand_input_args(op_def: Any, attrs: dict[str, Any]) -> list[Any]:
     """The ArgDef of each input position (list args repeated)."""
-    out: list[Any] = []
-    for a in op_def.inputs:
-        if a.number_attr is not None:
-            out.extend([a] * int(attrs[a.number_attr]))
-        elif a.type_list_attr is not None:
-            out.extend([a] * len(attrs[a.type_list_attr]))
-        else:
-            out.append(a)
-    return out
+    return expand_args(op_def.inputs, attrs)
 
 
 def apply_op(op_type: str, name: str | None = None, **kwargs: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from . import errors
+from .op_registry import expand_args
 
 __all__ = ["Node", "GraphIR", "extract_step_graph", "ARG_OP", "Endpoint"]
 
@@ -66,15 +67,7 @@ class Node:
         od = self.op_def
         if od is None:
             return [_PLAIN_ARG] * len(self.inputs)
-        out: list[Any] = []
-        for a in od.inputs:
-            if a.number_attr is not None:
-                out.extend([a] * int(self.node_attrs[a.number_attr]))
-            elif a.type_list_attr is not None:
-                out.extend([a] * len(self.node_attrs[a.type_list_attr]))
-            else:
-                out.append(a)
-        return out
+        return expand_args(od.inputs, self.node_attrs)
 
     @property
     def is_stateful(self) -> bool:

@@ -22,6 +22,7 @@ from .cost_model import CostModel
 from .device_spec import DeviceSpec
 from .executor import NodeStat
 from .ir import GraphIR, extract_step_graph
+from .op_registry import expand_args
 from .partition import (Partition, partition, partition_graph_defs, pull_together,
                         split_stages)
 from .placement import place
@@ -151,15 +152,7 @@ def _colocated_users(graph: Any) -> dict[str, list[Any]]:
     for op in graph.get_operations():
         od = getattr(op, "op_def", None)
         if od is not None and op.inputs:
-            args: list[Any] = []
-            for a in od.inputs:
-                if a.number_attr is not None:
-                    args.extend([a] * int(op.node_attrs.get(a.number_attr, 0)))
-                elif a.type_list_attr is not None:
-                    args.extend([a] * len(op.node_attrs.get(a.type_list_attr, ())))
-                else:
-                    args.append(a)
-            for t, a in zip(op.inputs, args):
+            for t, a in zip(op.inputs, expand_args(od.inputs, op.node_attrs)):
                 if a.is_ref or t.dtype.base_dtype.name == "resource":
                     users.setdefault(t.op.name, []).append(op)
         for loc in op.node_attrs.get("_class", ()) or ():

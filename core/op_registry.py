@@ -69,6 +69,20 @@ class ArgDef:
         return self.number_attr is not None or self.type_list_attr is not None
 
 
+def expand_args(args: Sequence[ArgDef], attrs: dict[str, Any]) -> list[ArgDef]:
+    """The ``ArgDef`` of each position of a node's inputs or outputs: list arguments
+    (``N * T``, a type list) repeated once per tensor, as ``attrs`` says."""
+    out: list[ArgDef] = []
+    for a in args:
+        if a.number_attr is not None:
+            out.extend([a] * int(attrs[a.number_attr]))
+        elif a.type_list_attr is not None:
+            out.extend([a] * len(attrs[a.type_list_attr]))
+        else:
+            out.append(a)
+    return out
+
+
 @dataclass(frozen=True)
 class AttrDef:
     """One attr: its kind (``type``, ``int``, ``list(int)`` ...), default and constraints."""

@@ -750,9 +750,9 @@ def test_a_gpu_worker_and_a_cpu_ps_over_the_wire(protocol):
 
 def test_kernel_wrapper_positions_expand_list_arguments():
     od = default_runtime().op_def("ConcatV2")
-    assert cuda_k._positions(od, od.inputs, {"N": 3}, {"axis"}) == {3}
+    assert cuda_k._positions(od.inputs, {"N": 3}, {"axis"}) == {3}
     od = default_runtime().op_def("SplitV")
-    assert cuda_k._positions(od, od.inputs, {}, {"size_splits", "split_dim"}) == {1, 2}
+    assert cuda_k._positions(od.inputs, {}, {"size_splits", "split_dim"}) == {1, 2}
 
 
 def test_environment_variable_limits_the_gpu_count(monkeypatch):

@@ -37,7 +37,7 @@ import numpy as np
 from flowrt import dtypes as _dt
 from flowrt import errors
 from flowrt.hookspecs import hookimpl
-from flowrt.op_registry import KernelContext, KernelDef, KernelSet
+from flowrt.op_registry import KernelContext, KernelDef, KernelSet, expand_args
 
 __all__ = ["ks", "GPU_OPS", "HOST_OPS", "flowrt_kernel_sets", "gpu_supports"]
 
@@ -137,21 +137,9 @@ def _on_host(ctx: KernelContext) -> KernelContext:
     return c
 
 
-def _positions(op_def: Any, args: Any, attrs: dict[str, Any], names: set[str]) -> set[int]:
+def _positions(args: Any, attrs: dict[str, Any], names: set[str]) -> set[int]:
     """Positions (list arguments expanded) of the arguments named in ``names``."""
-    out: set[int] = set()
-    i = 0
-    for a in args:
-        if a.number_attr is not None:
-            n = int(attrs.get(a.number_attr, 1))
-        elif a.type_list_attr is not None:
-            n = len(attrs.get(a.type_list_attr, ()))
-        else:
-            n = 1
-        if a.name in names:
-            out.update(range(i, i + n))
-        i += n
-    return out
+    return {i for i, a in enumerate(expand_args(args, attrs)) if a.name in names}
 
 
 def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
@@ -164,8 +152,8 @@ def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
         ndarray = cp.ndarray
         if on_host or _int32_node(ctx.attrs):
             return _host_kernel(base, ctx, ndarray, skip)
-        host_in = _positions(op_def, op_def.inputs, ctx.attrs, host)
-        host_out = _positions(op_def, op_def.outputs, ctx.attrs, host)
+        host_in = _positions(op_def.inputs, ctx.attrs, host)
+        host_out = _positions(op_def.outputs, ctx.attrs, host)
         n_in = len(ctx.input_dtypes)
         dev_in = [i for i in range(n_in) if i not in host_in]
         host_in_l = sorted(host_in)
