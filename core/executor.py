@@ -322,6 +322,19 @@ class Executor:
         self._lines: list[int] = []
         if self.straight_line:
             self._fn = self._generate()
+        #: a straight-line variant for steps whose receives are all already in the
+        #: step's rendezvous (the caller checks): each ``_Recv`` takes its value
+        #: synchronously. Only when receives are the sole asynchronous kernels.
+        self._fn_ready: Callable[..., list[Any]] | None = None
+        self._ready_lines: list[int] = []
+        if (allow_straight_line and self.has_async and not self.use_pool and
+                self.frames is None and  # (dead values only through receives: checked)
+                not any(c.kind in ("switch", "merge") for c in self.nodes) and
+                all(c.kind != "async" or c.node.type == "_Recv" for c in self.nodes)):
+            fn, lines = self._fn, self._lines
+            self._fn_ready = self._generate(recvs_ready=True)
+            self._ready_lines, self._ready_code = self._lines, self._code
+            self._fn, self._lines = fn, lines
         #: an accelerator's ``activate()`` (its device and stream made current), entered
         #: once around a straight-line run of a partition on that one device
         self._activate: Callable[[], Any] | None = None
@@ -348,10 +361,11 @@ class Executor:
         except Exception as e:
             raise op_error_for(e, node, dev.name) from e
 
-    def _generate(self) -> Callable[..., list[Any]]:
-        """Emit the straight-line step function."""
+    def _generate(self, recvs_ready: bool = False) -> Callable[..., list[Any]]:
+        """Emit the straight-line step function (with ``recvs_ready``: the variant in
+        which each ``_Recv`` takes a value already in the rendezvous)."""
         lines = ["def step(args, step_ctx):"]
-        env: dict[str, Any] = {}
+        env: dict[str, Any] = {"_take_now": _take_now}
         self._lines = []
         for c in self.nodes:
             outs = [f"v{c.out_base + k}" for k in range(c.n_out)]
@@ -370,6 +384,10 @@ class Executor:
                 self._lines.append(c.index)
                 continue
             env[kname] = c.compute
+            if c.kind == "async":  # a _Recv (recvs_ready): its value is waiting
+                lines.append(f"    {outs[0]} = _take_now({kname}, step_ctx)")
+                self._lines.append(c.index)
+                continue
             ins = [f"v{s}.read()" if d else f"v{s}" for s, d in zip(c.in_slots, c.deref)]
             if c.kind == "step":
                 ins.insert(0, "step_ctx")
@@ -383,19 +401,31 @@ class Executor:
             self._lines.append(c.index)
         lines.append("    return [" + ", ".join(f"v{s}" for s in self.fetch_slots) + "]")
         src = "\n".join(lines) + "\n"
-        code = compile(src, f"<flowrt step {id(self):x}>", "exec")
+        tag = " ready" if recvs_ready else ""
+        code = compile(src, f"<flowrt step {id(self):x}{tag}>", "exec")
         self._code = code
         exec(code, env)
         return env["step"]
 
     # -- running ----------------------------------------------------------------------
+    @property
+    def can_run_ready(self) -> bool:
+        """Whether :meth:`run` has a straight-line variant for ``recvs_ready`` steps."""
+        return self._fn_ready is not None
+
     def run(self, args: Sequence[Any], step: StepContext,
-            stats: list[NodeStat] | None = None, timeout: float | None = None) -> list[Any]:
+            stats: list[NodeStat] | None = None, timeout: float | None = None,
+            recvs_ready: bool = False) -> list[Any]:
         """Run one step; returns the fetch values (references are read).
 
         :param timeout: seconds a blocked step may wait before it is aborted with
             DeadlineExceededError (None: no limit)
+        :param recvs_ready: the caller has checked that every value this partition
+            receives is already in the step's rendezvous, none of them dead: the step
+            then runs straight through (see :attr:`can_run_ready`)
         """
+        if recvs_ready and stats is None and self._fn_ready is not None:
+            return self._run_ready(args, step)
         if self._activate is None:
             for a in args:  # feeds are numpy arrays, unless one is a GPU array
                 if type(a) is not np.ndarray:
@@ -431,13 +461,44 @@ class Executor:
                    for v, r in zip(out, self.fetch_is_ref)]
         return out
 
-    def _failing_node(self, tb: Any) -> _CNode | None:
-        code = getattr(self, "_code", None)
+    def _run_ready(self, args: Sequence[Any], step: StepContext) -> list[Any]:
+        if self._activate is None:
+            for a in args:
+                if type(a) is not np.ndarray:
+                    args = _host_args(args)
+                    break
+        try:
+            if self._activate is not None:
+                with np.errstate(all="ignore"), self._activate():
+                    out = self._fn_ready(args, step)  # type: ignore[misc]
+            else:
+                with np.errstate(all="ignore"):
+                    out = self._fn_ready(args, step)  # type: ignore[misc]
+        except Exception as e:
+            c = self._failing_node(sys.exc_info()[2], self._ready_code, self._ready_lines)
+            if c is None:
+                raise
+            err = op_error_for(e, c.node, c.device_name)
+            step.abort(err)
+            raise err from (None if isinstance(e, errors.OpError) else e)
+        if True in self.fetch_is_ref:
+            out = [v.read() if r and isinstance(v, VarRef) else v
+                   for v, r in zip(out, self.fetch_is_ref)]
+        return out
+
+    def _failing_node(self, tb: Any, code: Any = None,
+                      node_lines: list[int] | None = None) -> _CNode | None:
+        """The node whose line of a generated step function ``tb`` passes through
+        (default: the plain straight-line function)."""
+        if code is None:
+            code, node_lines = getattr(self, "_code", None), self._lines
+        name = code.co_filename if code is not None else None
+        lines = node_lines or []
         while tb is not None:
-            if tb.tb_frame.f_code.co_filename == (code.co_filename if code else None):
+            if tb.tb_frame.f_code.co_filename == name:
                 line = tb.tb_lineno - 2  # line 1 is the def
-                if 0 <= line < len(self._lines):
-                    return self.nodes[self._lines[line]]
+                if 0 <= line < len(lines):
+                    return self.nodes[lines[line]]
             tb = tb.tb_next
         return None
 
@@ -1206,3 +1267,34 @@ def _host_args(args: Sequence[Any]) -> list[Any]:
     """A partition outside any GPU gets GPU feeds (CuPy arrays) in host memory."""
     return [a.get() if hasattr(a, "__cuda_array_interface__") and hasattr(a, "get") else a
             for a in args]
+
+
+def _take_now(recv: Callable[..., Any], step: StepContext) -> Any:
+    """Run a ``_Recv`` kernel whose value is already in the step's rendezvous: its
+    callback fires before ``recv`` returns. (Should it not, wait for it.)"""
+    box: list[Any] = []
+    ev: list[threading.Event] = []
+
+    def done(value: Any, err: BaseException | None = None) -> None:
+        box.append((value, err))
+        if ev:
+            ev[0].set()
+
+    recv(step, done)
+    if not box:
+        e = threading.Event()
+        ev.append(e)
+        if not box and not e.wait(RECV_WAIT_S):
+            raise errors.DeadlineExceededError(
+                None, None, f"a receive of step {step.step_id:x} expected to be ready "
+                f"was not delivered within {RECV_WAIT_S} s")
+    value, err = box[0]
+    if err is not None:
+        raise err
+    if value is DEAD:  # the caller checked: a dead value here is a bug
+        raise errors.InternalError(None, None, "a dead tensor reached a straight-line step")
+    return value
+
+
+#: how long a straight-line receive waits for a value it was told is there
+RECV_WAIT_S = 60.0

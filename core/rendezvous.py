@@ -154,11 +154,21 @@ class Rendezvous:
                         del values[key]
         return out
 
-    def holds(self, keys: Iterable[str]) -> bool:
-        """Whether every key of ``keys`` has a value waiting (and the step is live)."""
+    def holds(self, keys: Iterable[str], accept: Callable[[Any], bool] | None = None
+              ) -> bool:
+        """Whether every key of ``keys`` has a value waiting (and the step is live);
+        with ``accept``, also whether it accepts each key's first value."""
         with self._lock:
             values = self._values
-            return self._error is None and all(values.get(k) for k in keys)
+            if self._error is not None:
+                return False
+            if accept is None:
+                return all(values.get(k) for k in keys)
+            for k in keys:
+                vs = values.get(k)
+                if not vs or not accept(vs[0]):
+                    return False
+            return True
 
     def take_values(self, select: Callable[[str], bool]) -> list[tuple[str, Any]]:
         """Remove and return every undelivered ``(key, value)`` whose key ``select``

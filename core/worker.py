@@ -93,6 +93,11 @@ class _HostSource:
 _HOST = _HostSource()
 
 
+def _live(item: Any) -> bool:
+    """A rendezvous entry ``(value, source device)`` that is not a dead tensor."""
+    return item[0] is not DEAD
+
+
 class _WorkerRendezvous:
     """A step's rendezvous on a worker of a cluster: sends stay local (the receiving
     task pulls them); a receive whose sender is on another task pulls the tensor from
@@ -523,8 +528,10 @@ class Worker:
                 step = StepContext(step_id, rdv, ex.session_state, self.runtime)
                 step.on_abort(rdv.abort)
                 self._track(reg.session, step_id, step)
+                ready = (stats is None and ex.can_run_ready and
+                         self._recvs_ready(reg, local, pushed_from))
                 try:
-                    vals = ex.run(args, step, stats, timeout)
+                    vals = ex.run(args, step, stats, timeout, recvs_ready=ready)
                 finally:
                     self._untrack(reg.session, step_id, step)
                 positions = reg.parts[0][1]
@@ -545,6 +552,19 @@ class Worker:
                 else:
                     self._running_steps.pop(step_id, None)
             self._release_step(step_id)
+
+    def _recvs_ready(self, reg: "_Registered", local: Rendezvous,
+                     pushed_from: frozenset[tuple[str, int]]) -> bool:
+        """Whether every tensor ``reg`` receives in this step is already in the step's
+        local rendezvous, none of them dead, each from this task or a task that pushes
+        to it (so that receiving it takes it from there): the partition can then run
+        straight through."""
+        own = (self.job, self.task)
+        for key in reg.recv_keys:
+            task = self._task_of(key.partition(";")[0])
+            if task is not None and task != own and task not in pushed_from:
+                return False
+        return local.holds(reg.recv_keys, _live)
 
     def _track(self, session: str, step_id: int, step: StepContext) -> None:
         self._active.setdefault(session, set()).add(step)

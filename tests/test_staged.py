@@ -212,6 +212,34 @@ def test_a_staged_train_step_matches_a_local_session_with_two_calls_to_ps(zmq_pa
     assert len(zmq_pair[0].worker.rendezvous_mgr._table) == 0
 
 
+def test_staged_parts_with_their_inputs_there_run_straight_through(zmq_pair, monkeypatch):
+    # the local part (its inputs came back with the first stage) and the second stage
+    # (its inputs came with the request) take the straight-line path, whose receives
+    # take their values at once; the results are those of a local session
+    from flowrt.executor import Executor
+
+    ran: collections.Counter = collections.Counter()
+    ready, dataflow = Executor._run_ready, Executor._run_dataflow
+
+    def counting_ready(self, *a, **k):
+        ran["ready"] += 1
+        return ready(self, *a, **k)
+
+    def counting_dataflow(self, *a, **k):
+        ran["dataflow"] += 1
+        return dataflow(self, *a, **k)
+
+    monkeypatch.setattr(Executor, "_run_ready", counting_ready)
+    monkeypatch.setattr(Executor, "_run_dataflow", counting_dataflow)
+    want_losses, want = _train("", 5)
+    ran.clear()
+    losses, got = _train(zmq_pair[1].target, 5)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert ran["ready"] >= 2 * 5 and ran["dataflow"] <= 3, ran  # (the first step compiles)
+
+
 def test_staging_off_pulls_instead(zmq_pair, calls, monkeypatch):
     monkeypatch.setattr(master_mod, "STAGED", False)
     want_losses, _ = _train("", 3)
