@@ -331,10 +331,9 @@ class Executor:
                 self.frames is None and  # (dead values only through receives: checked)
                 not any(c.kind in ("switch", "merge") for c in self.nodes) and
                 all(c.kind != "async" or c.node.type == "_Recv" for c in self.nodes)):
-            fn, lines = self._fn, self._lines
+            # (never together with ``_fn``: that one needs no asynchronous kernel)
             self._fn_ready = self._generate(recvs_ready=True)
             self._ready_lines, self._ready_code = self._lines, self._code
-            self._fn, self._lines = fn, lines
         #: an accelerator's ``activate()`` (its device and stream made current), entered
         #: once around a straight-line run of a partition on that one device
         self._activate: Callable[[], Any] | None = None
@@ -424,28 +423,14 @@ class Executor:
             receives is already in the step's rendezvous, none of them dead: the step
             then runs straight through (see :attr:`can_run_ready`)
         """
-        if recvs_ready and stats is None and self._fn_ready is not None:
-            return self._run_ready(args, step)
         if self._activate is None:
             for a in args:  # feeds are numpy arrays, unless one is a GPU array
                 if type(a) is not np.ndarray:
                     args = _host_args(args)
                     break
-        if self._fn is not None and stats is None:
-            try:
-                if self._activate is not None:
-                    with np.errstate(all="ignore"), self._activate():
-                        out = self._fn(args, step)
-                else:
-                    with np.errstate(all="ignore"):
-                        out = self._fn(args, step)
-            except Exception as e:
-                c = self._failing_node(sys.exc_info()[2])
-                if c is None:
-                    raise
-                err = op_error_for(e, c.node, c.device_name)
-                step.abort(err)
-                raise err from (None if isinstance(e, errors.OpError) else e)
+        ready = recvs_ready and stats is None and self._fn_ready is not None
+        if ready or (self._fn is not None and stats is None):
+            out = self._run_straight(args, step, ready)
         elif self.frames is not None:
             out = _run_frames(self, args, step, stats, timeout)
         else:
@@ -461,39 +446,32 @@ class Executor:
                    for v, r in zip(out, self.fetch_is_ref)]
         return out
 
-    def _run_ready(self, args: Sequence[Any], step: StepContext) -> list[Any]:
-        if self._activate is None:
-            for a in args:
-                if type(a) is not np.ndarray:
-                    args = _host_args(args)
-                    break
+    def _run_straight(self, args: Sequence[Any], step: StepContext,
+                      ready: bool = False) -> list[Any]:
+        """Run a generated straight-line function (``ready``: the variant whose receives
+        take values already there); an error names the node it came from."""
+        if ready:
+            fn, code, lines = self._fn_ready, self._ready_code, self._ready_lines
+        else:
+            fn, code, lines = self._fn, getattr(self, "_code", None), self._lines
         try:
             if self._activate is not None:
                 with np.errstate(all="ignore"), self._activate():
-                    out = self._fn_ready(args, step)  # type: ignore[misc]
-            else:
-                with np.errstate(all="ignore"):
-                    out = self._fn_ready(args, step)  # type: ignore[misc]
+                    return fn(args, step)  # type: ignore[misc]
+            with np.errstate(all="ignore"):
+                return fn(args, step)  # type: ignore[misc]
         except Exception as e:
-            c = self._failing_node(sys.exc_info()[2], self._ready_code, self._ready_lines)
+            c = self._failing_node(sys.exc_info()[2], code, lines)
             if c is None:
                 raise
             err = op_error_for(e, c.node, c.device_name)
             step.abort(err)
             raise err from (None if isinstance(e, errors.OpError) else e)
-        if True in self.fetch_is_ref:
-            out = [v.read() if r and isinstance(v, VarRef) else v
-                   for v, r in zip(out, self.fetch_is_ref)]
-        return out
 
-    def _failing_node(self, tb: Any, code: Any = None,
-                      node_lines: list[int] | None = None) -> _CNode | None:
-        """The node whose line of a generated step function ``tb`` passes through
-        (default: the plain straight-line function)."""
-        if code is None:
-            code, node_lines = getattr(self, "_code", None), self._lines
+    def _failing_node(self, tb: Any, code: Any, lines: list[int]) -> _CNode | None:
+        """The node whose line of the generated step function ``code`` the traceback
+        ``tb`` passes through (``lines[i]``: the node of the function's line ``i + 2``)."""
         name = code.co_filename if code is not None else None
-        lines = node_lines or []
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == name:
                 line = tb.tb_lineno - 2  # line 1 is the def

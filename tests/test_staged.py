@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -197,13 +198,19 @@ def _train(target: str, steps: int, seed: int = 0):
         return losses, sess.run([w, b])
 
 
-def test_a_staged_train_step_matches_a_local_session_with_two_calls_to_ps(zmq_pair, calls):
-    want_losses, want = _train("", 6)
-    calls.clear()
-    losses, got = _train(zmq_pair[1].target, 6)
+def _matches_a_local_session(target: str, steps: int, before_remote: Any = None) -> None:
+    """Train ``steps`` steps locally and on ``target``: the same losses and weights."""
+    want_losses, want = _train("", steps)
+    if before_remote is not None:
+        before_remote()
+    losses, got = _train(target, steps)
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_staged_train_step_matches_a_local_session_with_two_calls_to_ps(zmq_pair, calls):
+    _matches_a_local_session(zmq_pair[1].target, 6, before_remote=calls.clear)
     # 6 staged steps: two RunGraph calls each, nothing pulled (the initialisation and
     # the final read are not staged: one RunGraph each)
     assert calls["Worker/RecvTensors"] <= 2 and calls["Worker/RecvTensor"] == 0
@@ -219,24 +226,19 @@ def test_staged_parts_with_their_inputs_there_run_straight_through(zmq_pair, mon
     from flowrt.executor import Executor
 
     ran: collections.Counter = collections.Counter()
-    ready, dataflow = Executor._run_ready, Executor._run_dataflow
+    straight, dataflow = Executor._run_straight, Executor._run_dataflow
 
-    def counting_ready(self, *a, **k):
-        ran["ready"] += 1
-        return ready(self, *a, **k)
+    def counting_ready(self, args, step, ready=False):
+        ran["ready"] += bool(ready)
+        return straight(self, args, step, ready)
 
     def counting_dataflow(self, *a, **k):
         ran["dataflow"] += 1
         return dataflow(self, *a, **k)
 
-    monkeypatch.setattr(Executor, "_run_ready", counting_ready)
+    monkeypatch.setattr(Executor, "_run_straight", counting_ready)
     monkeypatch.setattr(Executor, "_run_dataflow", counting_dataflow)
-    want_losses, want = _train("", 5)
-    ran.clear()
-    losses, got = _train(zmq_pair[1].target, 5)
-    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
-    for a, b in zip(got, want):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    _matches_a_local_session(zmq_pair[1].target, 5, before_remote=ran.clear)
     assert ran["ready"] >= 2 * 5 and ran["dataflow"] <= 3, ran  # (the first step compiles)
 
 
