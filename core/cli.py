@@ -86,7 +86,8 @@ def _cmd_server(args: argparse.Namespace) -> int:
                 config.device_count["GPU"] = args.gpus
         server = Server(cluster, job_name=job, task_index=task or 0,
                         protocol=args.protocol, config=config,
-                        health_check_period=args.health_check_period, start=False)
+                        health_check_period=args.health_check_period,
+                        session_gc_seconds=args.session_gc_seconds, start=False)
         server.worker.devices  # discover now: the config applies before any step
         if args.max_message_bytes is not None:
             if not hasattr(server.transport, "max_message_bytes"):
@@ -154,6 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="threads numpy's BLAS uses inside one op in this process "
                     "(ConfigProto.intra_op_parallelism_threads); 1 suits several busy "
                     "tasks on one machine")
+    sv.add_argument("--session-gc-seconds", type=float, default=None, metavar="S",
+                    help="close sessions unused for S seconds with no step running "
+                    "(left by clients that died); default: never")
     sv.add_argument("--gpus", type=int, default=None, metavar="N",
                     help="use at most N GPUs (ConfigProto.device_count['GPU']); 0 for a "
                     "parameter server that must not touch the GPUs")

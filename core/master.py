@@ -175,6 +175,11 @@ class MasterSession:
         self._by_sig: dict[tuple[Any, ...], int] = {}
         self._ids = itertools.count(1)
         self.closed = False
+        #: when a step or call last used this session, and how many steps are running
+        #: (session garbage collection: :meth:`Master.collect_idle_sessions`)
+        self.last_used = time.monotonic()
+        self.running = 0
+        self._use_lock = threading.Lock()
         #: the client's graph version this master holds (remote sessions)
         self.graph_version = 0
         # measured node times and the devices of stateful nodes (cost-model placer)
@@ -394,6 +399,8 @@ class MasterSession:
         ``operation_timeout_in_ms``) bounds how long a blocked step may wait."""
         cs = self._callables.get(cid)
         if cs is None:
+            if self.closed:
+                raise self.master.not_found(self.handle)
             raise errors.InvalidArgumentError(None, None, f"no callable with handle {cid}")
         if self.pending_error is not None:
             e = self._take_pending()
@@ -403,6 +410,19 @@ class MasterSession:
             with self._lock:
                 if cs.version != self.graph.version:
                     self._compile(cs)
+        with self._use_lock:
+            if self.closed:
+                raise self.master.not_found(self.handle)
+            self.running += 1
+        try:
+            return self._run_callable(cs, trace, timeout_ms, args)
+        finally:
+            with self._use_lock:
+                self.running -= 1
+                self.last_used = time.monotonic()
+
+    def _run_callable(self, cs: "CompiledStep", trace: bool, timeout_ms: int,
+                      args: Sequence[Any]) -> tuple[list[Any], list[NodeStat] | None]:
         stats: list[NodeStat] | None = [] if trace else None
         if not timeout_ms and self.config is not None:
             timeout_ms = self.config.operation_timeout_in_ms
@@ -654,10 +674,13 @@ class Master:
     :param transport: how to reach the other tasks of ``cluster``
     :param health_check_period: seconds between health checks of the other tasks
         (default :data:`HEALTH_CHECK_PERIOD`)
+    :param session_gc_seconds: close sessions nobody has used for this long, with no
+        step running (a client that died without closing its session); None or 0: never
     """
 
     def __init__(self, runtime: Any, local_worker: Any, cluster: Any = None,
-                 transport: Any = None, health_check_period: float | None = None):
+                 transport: Any = None, health_check_period: float | None = None,
+                 session_gc_seconds: float | None = None):
         self.runtime = runtime
         self.local_worker = local_worker
         self.cluster = cluster
@@ -672,6 +695,14 @@ class Master:
         self._stopped = threading.Event()
         self._down: dict[tuple[str, int], str] = {}
         self._incarnations: dict[tuple[str, int], int] = {}
+        self.session_gc_seconds = float(session_gc_seconds or 0.0)
+        if self.session_gc_seconds < 0:
+            raise ValueError(f"session_gc_seconds must be >= 0, got {session_gc_seconds}")
+        #: how many sessions the garbage collector closed
+        self.collected_sessions = 0
+        if self.session_gc_seconds > 0:
+            threading.Thread(target=self._gc_loop, name="flowrt-session-gc",
+                             daemon=True).start()
 
     # -- the cluster ----------------------------------------------------------------
     def worker_for(self, job: str, task: int) -> Any:
@@ -860,9 +891,45 @@ class Master:
     def session(self, handle: str) -> MasterSession:
         s = self._sessions.get(handle)
         if s is None:
-            raise errors.AbortedError(None, None, f"Session {handle} is not found: it was "
-                                      "closed, or the master restarted.")
+            raise self.not_found(handle)
+        s.last_used = time.monotonic()
         return s
+
+    def not_found(self, handle: str) -> errors.AbortedError:
+        """The error for a call on a session this master does not hold (any more)."""
+        gc = self.session_gc_seconds
+        why = f"closed (or collected after {gc:g} s unused)" if gc else "closed"
+        return errors.AbortedError(None, None, f"Session {handle} is not found: it was "
+                                   f"{why}, or the master restarted.")
+
+    def collect_idle_sessions(self, now: float | None = None) -> list[str]:
+        """Close every session unused for ``session_gc_seconds`` with no step running;
+        returns their handles. Their graphs are deregistered on every worker, so a
+        client that died without closing its session leaves nothing behind."""
+        if self.session_gc_seconds <= 0:
+            return []
+        now = time.monotonic() if now is None else now
+        gc = self.session_gc_seconds
+        idle: list[str] = []
+        for h, s in list(self._sessions.items()):
+            with s._use_lock:  # no step may start on it from here on
+                if s.running or now - s.last_used < gc:
+                    continue
+                s.closed = True
+            with self._lock:
+                self._sessions.pop(h, None)
+            s.close()
+            idle.append(h)
+        self.collected_sessions += len(idle)
+        return idle
+
+    def _gc_loop(self) -> None:
+        period = min(10.0, max(0.05, self.session_gc_seconds / 4))
+        while not self._stopped.wait(period):
+            try:
+                self.collect_idle_sessions()
+            except Exception:  # noqa: BLE001 - a worker gone mid-cleanup: next round
+                pass
 
     def close_session(self, handle: str) -> None:
         with self._lock:

@@ -43,12 +43,16 @@ class Server:
     :param health_check_period: seconds between the master's health checks of the
         other tasks (default 1 s); a task that stops answering fails the steps that
         use it within about this period plus 2 s
+    :param session_gc_seconds: close master sessions unused for this long with no step
+        running, as left behind by a client that died without closing them (default
+        None: never, as in TF); the next call on such a session is an AbortedError
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
                  task_index: int | None = None, protocol: str | None = None,
                  config: Any = None, start: bool = True, runtime: Any = None,
-                 health_check_period: float | None = None):
+                 health_check_period: float | None = None,
+                 session_gc_seconds: float | None = None):
         from .master import Master
         from .runtime import default_runtime
         from .worker import Worker
@@ -78,7 +82,8 @@ class Server:
         self.worker._on_shutdown = self._on_shutdown
         self.master = Master(self.runtime, self.worker, cluster=cluster,
                              transport=self.transport,
-                             health_check_period=health_check_period)
+                             health_check_period=health_check_period,
+                             session_gc_seconds=session_gc_seconds)
         self._handle: Any = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()

@@ -146,14 +146,14 @@ def test_server_gpus_option_builds_the_device_count(tmp_path, monkeypatch, capsy
 
     class FakeServer:
         def __init__(self, cluster, job_name, task_index, protocol, config, **kw):
-            seen["config"] = config
+            seen["config"], seen["gc"] = config, kw.get("session_gc_seconds")
             raise ValueError("stop here")
 
     monkeypatch.setattr("flowrt.server.Server", FakeServer)
     spec = tmp_path / "c.json"
     spec.write_text(json.dumps({"ps": ["127.0.0.1:1"]}))
     args = ["server", "--cluster", str(spec), "--job", "ps", "--task", "0"]
-    assert cli_mod.main(args + ["--gpus", "0"]) == 2
-    assert seen["config"].device_count["GPU"] == 0
+    assert cli_mod.main(args + ["--gpus", "0", "--session-gc-seconds", "30"]) == 2
+    assert seen["config"].device_count["GPU"] == 0 and seen["gc"] == 30.0
     assert cli_mod.main(args + ["--gpus", "-1"]) == 2
     assert "--gpus must be >= 0, got -1" in capsys.readouterr().err

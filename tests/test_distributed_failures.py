@@ -344,3 +344,93 @@ def test_bad_cluster_file_is_reported_with_exit_status_2(tmp_path):
                         "--job", "w", "--task", "0"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and "not valid JSON" in r.stderr
+
+
+# -- sessions left behind by clients that died --------------------------------------
+_DYING_CLIENT = r"""
+import os, sys, numpy as np, flowrt as tf
+g = tf.Graph()
+with g.as_default(), tf.device("/job:ps/task:0"):
+    v = tf.Variable(np.float32(2.0), name="v")
+    y = v * 3.0
+s = tf.Session(sys.argv[1], graph=g)
+s.run(v.initializer)
+assert s.run(y) == 6.0
+print("ran", flush=True)
+os._exit(0)  # dies without closing its session
+"""
+
+
+@pytest.mark.parametrize("protocol", ["zmq", "grpc"])
+def test_sessions_of_a_client_that_died_are_collected(protocol):
+    import subprocess
+    import sys
+
+    from flowrt.server import Server
+
+    cluster = ft.cluster_addresses(protocol, {"ps": 1})
+    srv = Server(cluster, "ps", 0, protocol=protocol, session_gc_seconds=0.4)
+    try:
+        r = subprocess.run([sys.executable, "-c", _DYING_CLIENT, srv.target],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "ran", r.stderr[-2000:]
+        assert len(srv.master._sessions) == 1 and srv.worker._graphs
+        deadline = time.monotonic() + 5.0
+        while srv.master._sessions and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not srv.master._sessions and srv.master.collected_sessions == 1
+        assert not srv.worker._graphs  # its registered graphs went with it
+        # the variable lives on in the ps's resource manager, shared by name
+        g = tf.Graph()
+        with g.as_default(), tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.float32(0.0), name="v")
+        with tf.Session(srv.target, graph=g) as sess:
+            assert sess.run(v) == 2.0
+    finally:
+        srv.stop()
+
+
+def test_a_session_in_use_stays_and_an_idle_one_is_aborted():
+    from flowrt.server import Server
+
+    cluster = ft.cluster_addresses("zmq", {"ps": 1})
+    srv = Server(cluster, "ps", 0, protocol="zmq", session_gc_seconds=0.5)
+    try:
+        g = tf.Graph()
+        with g.as_default():
+            y = tf.constant(1.0) + 1.0
+        sess = tf.Session(srv.target, graph=g)
+        end = time.monotonic() + 1.5  # three times the limit, used all along
+        while time.monotonic() < end:
+            assert sess.run(y) == 2.0
+            time.sleep(0.1)
+        time.sleep(1.5)  # now idle for longer than the limit
+        with pytest.raises(errors.AbortedError, match=r"is not found: it was closed "
+                           r"\(or collected after 0.5 s unused\)"):
+            sess.run(y)
+        sess.close()
+    finally:
+        srv.stop()
+
+
+def test_a_running_step_keeps_its_session():
+    from flowrt.master import Master
+    from flowrt.runtime import default_runtime
+    from flowrt.worker import Worker
+
+    rt = default_runtime()
+    m = Master(rt, Worker(rt, "localhost", 0), session_gc_seconds=10.0)
+    try:
+        h = m.create_session(tf.Graph())
+        s = m.session(h)
+        s.running, s.last_used = 1, 0.0
+        assert m.collect_idle_sessions(now=100.0) == [] and h in m._sessions
+        s.running = 0
+        assert m.collect_idle_sessions(now=5.0) == []  # used 5 s ago: not yet
+        assert m.collect_idle_sessions(now=100.0) == [h] and s.closed
+        with pytest.raises(errors.AbortedError, match="is not found"):
+            m.session(h)
+        with pytest.raises(ValueError, match="session_gc_seconds must be >= 0"):
+            Master(rt, Worker(rt, "localhost", 0), session_gc_seconds=-1)
+    finally:
+        m.stop()
