@@ -862,3 +862,36 @@ def test_cuda_and_gpu_names_canonicalise_to_gpu():
     for s in ("cuda:0", "/device:GPU:0", "/gpu:0", "/device:cuda:0"):
         assert DeviceSpec.from_string(s).to_string() == "/device:GPU:0", s
     assert cuda_dev.gpu_device_type().name == "GPU"
+
+
+def _fake_cupy(count: int, cc: tuple[int, int]) -> Any:
+    """Enough of CuPy for discovery (nothing here touches a GPU before first use)."""
+    props = {"totalGlobalMem": 16 << 30, "name": b"Fake GPU", "major": cc[0],
+             "minor": cc[1]}
+    runtime = SimpleNamespace(getDeviceCount=lambda: count,
+                              getDeviceProperties=lambda p: dict(props))
+    return SimpleNamespace(cuda=SimpleNamespace(runtime=runtime), ndarray=type("nd", (), {}))
+
+
+def test_discovery_reports_devices_with_their_compute_capability(monkeypatch):
+    monkeypatch.setattr(cuda_dev, "_STATES", {})  # keep the fake out of the real GPUs' state
+    monkeypatch.setattr(cuda_dev, "_cupy", lambda: _fake_cupy(2, (8, 0)))
+    dt = cuda_dev.gpu_device_type()
+    devs = dt.discover(tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list="1")),
+                       "worker", 3)
+    assert [d.name for d in devs] == ["/job:worker/replica:0/task:3/device:GPU:0"]
+    assert devs[0].physical == 1 and devs[0].compute_capability == (8, 0)
+    assert devs[0].memory_limit == 16 << 30 and "Fake GPU" in devs[0].description
+    assert dt.unavailable_reason is None
+
+
+def test_is_gpu_available_checks_the_compute_capability(monkeypatch):
+    from flowrt.runtime import default_runtime
+
+    monkeypatch.setattr(cuda_dev, "_STATES", {})
+    monkeypatch.setattr(cuda_dev, "_cupy", lambda: _fake_cupy(1, (8, 0)))
+    monkeypatch.setitem(default_runtime().device_types, "GPU", cuda_dev.gpu_device_type())
+    assert tf.test.is_gpu_available()
+    assert tf.test.is_gpu_available(min_cuda_compute_capability=(7, 5))
+    assert not tf.test.is_gpu_available(min_cuda_compute_capability=(9, 0))
+    assert tf.test.gpu_device_name() == "/device:GPU:0"

@@ -151,7 +151,12 @@ def test_test_namespace_device_queries():
     has_gpu = bool(gpu is not None and gpu.discover(None, "localhost", 0))
     assert tf.test.is_gpu_available() is has_gpu
     assert tf.test.is_gpu_available(cuda_only=True) is has_gpu
-    assert tf.test.is_built_with_cuda() is False
+    import importlib.util
+
+    has_cupy = importlib.util.find_spec("cupy") is not None
+    assert tf.test.is_built_with_cuda() is has_cupy
+    assert tf.test.is_built_with_gpu_support() is has_cupy
+    assert tf.test.is_built_with_rocm() is False
     assert tf.test.gpu_device_name() == ("/device:GPU:0" if has_gpu else "")
 
 

@@ -186,11 +186,14 @@ class CUDADevice(Device):
     """
 
     def __init__(self, cp: Any, index: int, physical: int, job: str = "localhost",
-                 task: int = 0, memory_limit: int = 0, description: str = ""):
+                 task: int = 0, memory_limit: int = 0, description: str = "",
+                 compute_capability: tuple[int, int] = (0, 0)):
         super().__init__("GPU", index, job, task, memory_limit=memory_limit,
                          description=description)
         self.xp = cp
         self.physical = physical
+        #: the CUDA compute capability, ``(major, minor)``
+        self.compute_capability = compute_capability
         self._cp = cp
         self._st = _state(cp, physical)
 
@@ -445,7 +448,8 @@ def gpu_device_type() -> DeviceType:
             devices.append(CUDADevice(
                 cp, i, p, job, task, memory_limit=limit,
                 description=f"device: {p}, name: {name}, compute capability: "
-                f"{props['major']}.{props['minor']}"))
+                f"{props['major']}.{props['minor']}",
+                compute_capability=(int(props["major"]), int(props["minor"]))))
         dt.unavailable_reason = None if devices else dt.unavailable_reason
         return devices
 

@@ -43,34 +43,55 @@ ks.export("test.compute_gradient_error", compute_gradient_error)
 @ks.api("test.is_gpu_available")
 def is_gpu_available(cuda_only: bool = False,
                      min_cuda_compute_capability: Any = None) -> bool:
-    """Whether a GPU device type is registered and finds at least one device."""
+    """Whether a GPU device type is registered and finds at least one device (with at
+    least ``min_cuda_compute_capability``, a ``(major, minor)`` pair, if given)."""
     from flowrt.runtime import default_runtime
 
     dt = default_runtime().device_types.get("GPU")
     if dt is None:
         return False
     try:
-        return bool(dt.discover(None, "localhost", 0))
+        devices = dt.discover(None, "localhost", 0)
     except Exception:  # a broken driver means no usable GPU, as in TF
+        return False
+    if min_cuda_compute_capability is not None:
+        want = tuple(int(x) for x in min_cuda_compute_capability)
+        devices = [d for d in devices
+                   if tuple(getattr(d, "compute_capability", (0, 0))) >= want]
+    return bool(devices)
+
+
+def _cuda_support() -> bool:
+    """A GPU device type is registered and CuPy is installed: flowrt's counterpart of a
+    TensorFlow built with CUDA (whether a GPU is present is :func:`is_gpu_available`)."""
+    import importlib.util
+
+    from flowrt.runtime import default_runtime
+
+    if "GPU" not in default_runtime().device_types:
+        return False
+    try:
+        return importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):
         return False
 
 
 @ks.api("test.is_built_with_cuda")
 def is_built_with_cuda() -> bool:
-    """False: flowrt is not built against CUDA (GPU support comes from plugins)."""
-    return False
+    """Whether GPU support is there: a GPU device type registered, and CuPy installed."""
+    return _cuda_support()
 
 
 @ks.api("test.is_built_with_rocm")
 def is_built_with_rocm() -> bool:
-    """False: flowrt is not built against ROCm."""
+    """False: flowrt has no ROCm device plugin."""
     return False
 
 
 @ks.api("test.is_built_with_gpu_support")
 def is_built_with_gpu_support() -> bool:
-    """False: flowrt is not built with CUDA or ROCm."""
-    return False
+    """Whether GPU support is there (see :func:`is_built_with_cuda`)."""
+    return _cuda_support()
 
 
 @ks.api("test.gpu_device_name")
