@@ -151,7 +151,7 @@ def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
         cp = dev.xp
         ndarray = cp.ndarray
         if on_host or _int32_node(ctx.attrs):
-            return _host_kernel(base, ctx, ndarray, skip)
+            return _host_kernel(base, ctx, ndarray)
         host_in = _positions(op_def.inputs, ctx.attrs, host)
         host_out = _positions(op_def.outputs, ctx.attrs, host)
         n_in = len(ctx.input_dtypes)
@@ -200,8 +200,7 @@ def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
                      tuple(sorted(host)), supports=gpu_supports(op_def))
 
 
-def _host_kernel(base: KernelDef, ctx: KernelContext, ndarray: Any,
-                 skip: int) -> Callable[..., Any]:
+def _host_kernel(base: KernelDef, ctx: KernelContext, ndarray: Any) -> Callable[..., Any]:
     """An int32 node on a GPU runs the CPU kernel on host memory, as TF's int32 GPU
     kernels do: shape arithmetic never waits for the GPU."""
     inner = base.factory(_on_host(ctx))
