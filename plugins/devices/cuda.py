@@ -249,6 +249,9 @@ class CUDADevice(Device):
         memcpy = cp.cuda.runtime.memcpyAsync
         pool = _copy_pool()
         with st.lock, self._on():
+            # ``out`` came from the pool of the compute stream, whose queued kernels may
+            # still read the block's previous tenant: the copy stream waits for them
+            st.h2d.wait_event(st.compute.record())
             bufs = st.staging_buffers()
             evs = st.staging_events
             i = 0
