@@ -1,6 +1,7 @@
 """Test helpers for tensor transfers between two tasks: a counting ``recv_tensors``
 client, a pool that holds submitted pulls until drained (so that a burst of receives is
-issued before any pull starts), and a small ps/worker training graph."""
+issued before any pull starts), a ps/worker pair wired through them, and a small
+ps/worker training graph."""
 from __future__ import annotations
 
 import threading
@@ -37,6 +38,20 @@ class DeferredPool:
         for t in ts:
             t.start()
         return ts
+
+
+def worker_pair(monkeypatch: Any) -> tuple[Any, Any, CountingClient, DeferredPool]:
+    """``(ps, worker, client, pool)``: two in-process workers, the worker reaching the
+    ps through a :class:`CountingClient`, its pulls held in a :class:`DeferredPool`."""
+    from flowrt import worker as worker_mod
+    from flowrt.worker import Worker
+
+    ps = Worker(None, "ps", 0)
+    client = CountingClient(ps)
+    w0 = Worker(None, "worker", 0, resolver=lambda job, task: client)
+    pool = DeferredPool()
+    monkeypatch.setattr(worker_mod, "_partition_pool", lambda: pool)
+    return ps, w0, client, pool
 
 
 def collector(n: int):

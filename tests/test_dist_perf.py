@@ -20,7 +20,7 @@ from flowrt.executor import DEAD
 from flowrt.rendezvous import make_key
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
-from _pulls import CountingClient, DeferredPool, collector
+from _pulls import DeferredPool, collector, worker_pair
 
 PS_CPU = "/job:ps/replica:0/task:0/device:CPU:0"
 W0_CPU = "/job:worker/replica:0/task:0/device:CPU:0"
@@ -81,18 +81,10 @@ def test_recv_tensors_reports_an_aborted_step():
 
 
 # -- the receiving side: one RPC for a burst of keys ----------------------------------
-def _pair(monkeypatch):
-    ps = Worker(None, "ps", 0)
-    client = CountingClient(ps)
-    w0 = Worker(None, "worker", 0, resolver=lambda job, task: client)
-    pool = DeferredPool()
-    monkeypatch.setattr(worker_mod, "_partition_pool", lambda: pool)
-    return ps, w0, client, pool
-
 
 @pytest.mark.parametrize("n", [1, 4, 16])
 def test_a_burst_of_receives_from_one_task_is_one_rpc(monkeypatch, n):
-    ps, w0, client, pool = _pair(monkeypatch)
+    ps, w0, client, pool = worker_pair(monkeypatch)
     r = ps.rendezvous_mgr.find_or_create(3)
     for i in range(n):
         r.send(_key(i), (np.full(3, i, np.float32), _src()))
@@ -110,7 +102,7 @@ def test_a_burst_of_receives_from_one_task_is_one_rpc(monkeypatch, n):
 
 
 def test_keys_not_ready_are_asked_for_again(monkeypatch):
-    ps, w0, client, pool = _pair(monkeypatch)
+    ps, w0, client, pool = worker_pair(monkeypatch)
     r = ps.rendezvous_mgr.find_or_create(4)
     ps._running_steps[4] = 1  # the step runs on ps: its rendezvous stays
     r.send(_key(1), (np.int32(10), _src()))
@@ -134,7 +126,7 @@ def test_keys_not_ready_are_asked_for_again(monkeypatch):
 def test_a_pull_in_flight_does_not_hold_later_keys(monkeypatch):
     """Key 1 is sent only after key 0 was received; key 0 is asked for while a pull of
     key 1 already waits: the later key must not wait behind the earlier call."""
-    ps, w0, client, pool = _pair(monkeypatch)
+    ps, w0, client, pool = worker_pair(monkeypatch)
     r = ps.rendezvous_mgr.find_or_create(6)
     ps._running_steps[6] = 1
     rdv = _WorkerRendezvous(w0, 6, w0.rendezvous_mgr.find_or_create(6), 5.0)

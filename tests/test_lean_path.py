@@ -4,10 +4,11 @@ server's I/O thread (``ServiceHandler.dispatch``, ``Worker.runs_without_blocking
 master running a quick pushing partition on its own thread (``first_inline``)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -612,11 +613,19 @@ def test_which_channels_can_cancel(transport):
 
 
 # -- the master's inline partition ---------------------------------------------------------
-def _cluster(protocol: str, **kw: Any) -> tuple[Server, Server]:
+@contextlib.contextmanager
+def _cluster(protocol: str, **kw: Any) -> Iterator[tuple[Server, Server]]:
+    """A ps and a worker server, both stopped at the end."""
     cluster = ft.cluster_addresses(protocol, {"ps": 1, "worker": 1})
     ps = Server(cluster, "ps", 0, protocol=protocol, **kw)
-    w = Server(cluster, "worker", 0, protocol=protocol, **kw)
-    return ps, w
+    try:
+        w = Server(cluster, "worker", 0, protocol=protocol, **kw)
+        try:
+            yield ps, w
+        finally:
+            w.stop()
+    finally:
+        ps.stop()
 
 
 def _compiled(server: Server, sess: tf.Session, fetch: Any) -> Any:
@@ -653,8 +662,7 @@ def _var_graph() -> tuple[tf.Graph, Any, Any, Any]:
 
 
 def test_a_quick_pushing_partition_runs_on_the_masters_thread():
-    ps, w = _cluster("zmq")
-    try:
+    with _cluster("zmq") as (ps, w):
         g, v, inc, y = _var_graph()
         cfg = tf.ConfigProto(operation_timeout_in_ms=20000)
         with tf.Session(w.target, graph=g, config=cfg) as sess:
@@ -674,14 +682,10 @@ def test_a_quick_pushing_partition_runs_on_the_masters_thread():
             assert all(not t.startswith("flowrt-partition") for t, _ in runs)
             # the one-task steps (inc) are not inline
             assert _compiled(w, sess, inc).first_inline is None
-    finally:
-        w.stop()
-        ps.stop()
 
 
 def test_a_dequeueing_ps_partition_is_not_run_inline():
-    ps, w = _cluster("zmq")
-    try:
+    with _cluster("zmq") as (ps, w):
         g = tf.Graph()
         with g.as_default():
             with tf.device("/job:ps/task:0"):
@@ -701,14 +705,10 @@ def test_a_dequeueing_ps_partition_is_not_run_inline():
             cs = _compiled(w, sess, y)
             assert cs.push and cs.first_inline is None  # it pushes but may block
             assert len(seen) == 10 and not any(c for _t, c in seen)
-    finally:
-        w.stop()
-        ps.stop()
 
 
 def test_the_inline_partition_over_grpc():
-    ps, w = _cluster("grpc")
-    try:
+    with _cluster("grpc") as (ps, w):
         g, v, _inc, y = _var_graph()
         with tf.Session(w.target, graph=g) as sess:
             sess.run(v.initializer)
@@ -717,52 +717,46 @@ def test_the_inline_partition_over_grpc():
             cs = _compiled(w, sess, y)
             # grpc calls can be cancelled too: the master's thread runs the ps part
             assert cs.push and cs.first_inline is not None
-    finally:
-        w.stop()
-        ps.stop()
 
 
 def test_a_stalled_ps_fails_the_inline_step_in_bounded_time():
     """The ps answers its quick RunGraph on its I/O thread; stalling that call stalls the
     whole ps server, so the health checker fails the step and cancels the master's call:
     the step raises UnavailableError naming the ps task instead of hanging."""
-    ps, w = _cluster("zmq", health_check_period=0.2)
     stall = threading.Event()
     entered = threading.Event()
-    orig = ps.worker.run_graph
+    with _cluster("zmq", health_check_period=0.2) as (ps, w):
+        orig = ps.worker.run_graph
 
-    def stalled(*a: Any, **k: Any) -> Any:
-        entered.set()
-        stall.wait(WAIT * 3)
-        return orig(*a, **k)
+        def stalled(*a: Any, **k: Any) -> Any:
+            entered.set()
+            stall.wait(WAIT * 3)
+            return orig(*a, **k)
 
-    try:
-        g, v, _inc, y = _var_graph()
-        cfg = tf.ConfigProto(operation_timeout_in_ms=20000)
-        with tf.Session(w.target, graph=g, config=cfg) as sess:
-            sess.run(v.initializer)
-            assert sess.run(y) == np.float32(2.5)
-            assert _compiled(w, sess, y).first_inline is not None
-            ps.worker.run_graph = stalled
-            t0 = time.monotonic()
-            step = Bg(lambda: sess.run(y))
-            e = step.error(WAIT * 2)
-            elapsed = time.monotonic() - t0
-            assert entered.is_set()
-            assert isinstance(e, errors.UnavailableError), repr(e)
-            # the health checker's error, not the cancelled call's
-            assert PS in e.message and "health check failed" in e.message
-            assert elapsed < 8.0, elapsed
-            stall.set()  # let the ps answer again before the session closes
-    finally:
-        stall.set()
-        w.stop()
-        ps.stop()
+        try:
+            g, v, _inc, y = _var_graph()
+            cfg = tf.ConfigProto(operation_timeout_in_ms=20000)
+            with tf.Session(w.target, graph=g, config=cfg) as sess:
+                sess.run(v.initializer)
+                assert sess.run(y) == np.float32(2.5)
+                assert _compiled(w, sess, y).first_inline is not None
+                ps.worker.run_graph = stalled
+                t0 = time.monotonic()
+                step = Bg(lambda: sess.run(y))
+                e = step.error(WAIT * 2)
+                elapsed = time.monotonic() - t0
+                assert entered.is_set()
+                assert isinstance(e, errors.UnavailableError), repr(e)
+                # the health checker's error, not the cancelled call's
+                assert PS in e.message and "health check failed" in e.message
+                assert elapsed < 8.0, elapsed
+                stall.set()  # let the ps answer again before the session closes
+        finally:
+            stall.set()
 
 
 def test_a_stopped_ps_fails_the_inline_step_in_bounded_time():
-    ps, w = _cluster("zmq", health_check_period=0.2)
-    try:
+    with _cluster("zmq", health_check_period=0.2) as (ps, w):
         g, v, _inc, y = _var_graph()
         cfg = tf.ConfigProto(operation_timeout_in_ms=20000)
         with tf.Session(w.target, graph=g, config=cfg) as sess:
@@ -775,6 +769,3 @@ def test_a_stopped_ps_fails_the_inline_step_in_bounded_time():
             assert time.monotonic() - t0 < 8.0
             assert isinstance(e, errors.UnavailableError), repr(e)
             assert PS in e.message and ps.target in e.message
-    finally:
-        w.stop()
-        ps.stop()

@@ -17,7 +17,6 @@ import flowrt.testing as ft
 from flowrt import errors
 from flowrt import master as master_mod
 from flowrt import rpc
-from flowrt import worker as worker_mod
 from flowrt.executor import DEAD
 from flowrt.ir import extract_step_graph
 from flowrt.partition import partition, pull_together
@@ -26,7 +25,7 @@ from flowrt.rendezvous import Rendezvous, make_key
 from flowrt.runtime import default_runtime
 from flowrt.server import Server
 from flowrt.worker import Worker, _WorkerRendezvous
-from _pulls import CountingClient, DeferredPool, collector, train_graph
+from _pulls import collector, train_graph, worker_pair
 
 PS = "/job:ps/task:0"
 W0 = "/job:worker/task:0"
@@ -226,12 +225,7 @@ class _Host:
 
 @pytest.fixture
 def pair(monkeypatch):
-    ps = Worker(None, "ps", 0)
-    client = CountingClient(ps)
-    w0 = Worker(None, "worker", 0, resolver=lambda job, task: client)
-    pool = DeferredPool()
-    monkeypatch.setattr(worker_mod, "_partition_pool", lambda: pool)
-    return ps, w0, client, pool
+    return worker_pair(monkeypatch)
 
 
 def _send_later(ps: Worker, step: int, keys_values, gap: float = 0.02) -> threading.Thread:
