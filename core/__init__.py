@@ -103,8 +103,14 @@ def __getattr__(name: str) -> _Any:
     if lazy is not None:
         import importlib
 
-        m = importlib.import_module(f".{lazy[0]}", __name__)
-        value = m if lazy[1] is None else getattr(m, lazy[1])
+        # A lazy attribute that cannot be loaded is a missing attribute, so that
+        # ``hasattr`` and ``getattr(flowrt, name, default)`` work as on any module.
+        try:
+            m = importlib.import_module(f".{lazy[0]}", __name__)
+            value = m if lazy[1] is None else getattr(m, lazy[1])
+        except ImportError as e:
+            raise AttributeError(f"module 'flowrt' has no attribute {name!r} "
+                                 f"({type(e).__name__}: {e})") from e
         globals()[name] = value
         return value
     if name.startswith("__"):

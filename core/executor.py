@@ -303,19 +303,20 @@ class Executor:
         self.fetch_is_ref = [ref_slots[sl] for sl in self.fetch_slots]
         self.initial_ready = [c.index for c in self.nodes if c.n_pending == 0]
         # loops: plans with Enter/Exit/NextIteration run on the frame-aware scheduler
+        n_exp = sum(1 for c in self.nodes if c.expensive)
+        # The inter-op pool pays only when asked for (inter_op_parallelism_threads > 1):
+        # numpy's heavy kernels are already multithreaded inside (BLAS), and on a few
+        # cores running them side by side measured slower than one after another.
+        # (Set before the frame plan, which reads it for every expensive node.)
+        self.use_pool = inter_op_threads > 1 and n_exp >= 2
         self.frames: _FramePlan | None = None
         if any(c.node.type in _FRAME_OPS for c in self.nodes):
             self.frames = _FramePlan(self, fetches)
-        n_exp = sum(1 for c in self.nodes if c.expensive)
         self.has_async = any(c.kind == "async" for c in self.nodes)
         # dead tensors appear with control flow (Switch/Merge) and can arrive through a
         # _Recv from a partition that has it: such plans check for them
         self.has_dead = any(c.kind in ("switch", "merge") or c.node.type == "_Recv"
                             for c in self.nodes)
-        # The inter-op pool pays only when asked for (inter_op_parallelism_threads > 1):
-        # numpy's heavy kernels are already multithreaded inside (BLAS), and on a few
-        # cores running them side by side measured slower than one after another.
-        self.use_pool = inter_op_threads > 1 and n_exp >= 2
         self.straight_line = (allow_straight_line and not self.has_async and
                               not self.use_pool and not self.has_dead and self.frames is None)
         self._fn: Callable[..., list[Any]] | None = None

@@ -206,11 +206,31 @@ class _Signature:
     """A compiled (feeds, fetches, targets) signature on the client side."""
 
     __slots__ = ("cid", "feed_tensors", "feed_np", "feed_shapes", "fetch_index",
-                 "feed_pick")
+                 "feed_pick", "fetch_fed")
 
     def __init__(self) -> None:
         self.cid = 0
         self.feed_pick: list[int] | None = None
+        #: (position in the fetches, index among the feeds) of fetches that are fed:
+        #: as in TF, the step does not compute them; the caller gets the fed value
+        self.fetch_fed: list[tuple[int, int]] = []
+
+
+def _results(sig: _Signature, fetch: _Fetch, values: Sequence[Any],
+             feed_values: Sequence[Any]) -> list[Any]:
+    """The fetched values in fetch order: computed ones as :func:`_to_user` gives them,
+    fed ones as TF 1.x returns them, ``np.asarray(fed value, dtype=<the tensor's numpy
+    dtype>)`` (a fed ``tf.string`` comes back as the objects that were fed)."""
+    out: list[Any] = [None] * len(fetch.elements)
+    for pos, vi in sig.fetch_index:
+        out[pos] = _to_user(values[vi])
+    if sig.fetch_fed:
+        if sig.feed_pick is not None:
+            feed_values = [feed_values[i] for i in sig.feed_pick]
+        for pos, fi in sig.fetch_fed:
+            v, npd = feed_values[fi], sig.feed_np[fi]
+            out[pos] = _to_user(v) if _on_gpu(v) else np.asarray(v, dtype=npd)
+    return out
 
 
 # -- sessions ---------------------------------------------------------------------------
@@ -365,10 +385,7 @@ class BaseSession:
                 _fill_step_stats(run_metadata, stats, t_start, p0)
             if options is not None and getattr(options, "output_partition_graphs", False):
                 run_metadata.partition_graphs.extend(self._msession.partition_graphs(sig.cid))
-        out = [None] * len(fetch.elements)
-        for pos, vi in sig.fetch_index:
-            out[pos] = _to_user(values[vi])
-        return fetch.build(out)
+        return fetch.build(_results(sig, fetch, values, fvals))
 
     def _make_signature(self, fetch: _Fetch, feed_keys: tuple[Any, ...]) -> _Signature:
         g = self._graph
@@ -378,9 +395,10 @@ class BaseSession:
             try:
                 el = g.as_graph_element(k, allow_tensor=True, allow_operation=False)
             except (TypeError, KeyError, ValueError) as e:
-                if isinstance(k, Tensor) or hasattr(k, "_as_graph_element"):
-                    raise
-                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+                # TF turns every failure here into a TypeError (a tensor of another
+                # graph included), keeping the lookup's message
+                msg = e.args[0] if e.args else str(e)
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") from None
             if not g.is_feedable(el):
                 raise ValueError(f"Tensor {el.name} may not be fed.")
             feeds.append(el)
@@ -389,7 +407,10 @@ class BaseSession:
         sig.feed_pick = None if len(last) == len(feeds) else sorted(last.values())
         if sig.feed_pick is not None:
             feeds = [feeds[i] for i in sig.feed_pick]
-        tensors = [e for e in fetch.elements if isinstance(e, Tensor)]
+        fed = {el: i for i, el in enumerate(feeds)}
+        sig.fetch_fed = [(pos, fed[e]) for pos, e in enumerate(fetch.elements)
+                         if isinstance(e, Tensor) and e in fed]
+        tensors = [e for e in fetch.elements if isinstance(e, Tensor) and e not in fed]
         ops = [e for e in fetch.elements if isinstance(e, Operation)]
         sig.cid = self._msession.make_callable([t.name for t in feeds],
                                                [t.name for t in tensors],
@@ -472,10 +493,7 @@ class BaseSession:
             md = kw.get("run_metadata")
             if md is not None and stats is not None:
                 _fill_step_stats(md, stats, t_start, p0)
-            out = [None] * len(fetch.elements)
-            for pos, vi in sig.fetch_index:
-                out[pos] = _to_user(values[vi])
-            return fetch.build(out)
+            return fetch.build(_results(sig, fetch, values, feed_values))
 
         return call
 

@@ -1,6 +1,8 @@
 """Binary element-wise math ops, comparisons, logic and casts of the standard kernel
 set, checked end to end against numpy and TensorFlow's semantics (floor vs truncating
 division, integer division by zero, no implicit dtype promotion ...)."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -693,3 +695,82 @@ def test_cast_property(src, dst, x):
     assert got.dtype == dst
     want = (x != 0) if dst == np.bool_ else np.trunc(x).astype(dst)
     np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------------------
+# The integer division family on empty and broadcast shapes (properties)
+# --------------------------------------------------------------------------------------
+def _trunc_div(x, y):
+    q = np.abs(x) // np.abs(y)
+    return np.where((x < 0) != (y < 0), -q, q).astype(x.dtype)
+
+
+_INT_DIV_OPS = {"FloorDiv": np.floor_divide, "FloorMod": np.remainder,
+                "TruncateDiv": _trunc_div, "TruncateMod": np.fmod,
+                "Div": _trunc_div, "Mod": np.fmod}
+
+
+@pytest.fixture(scope="module")
+def int_division_steps():
+    """One session, one placeholder pair per (op, dtype): the static shapes say nothing,
+    so every example goes through the kernels' run-time checks."""
+    g = tf.Graph()
+    steps = {}
+    with g.as_default(), tf.device("/device:CPU:0"):
+        for dt in (np.int32, np.int64):
+            x = tf.placeholder(tf.as_dtype(dt))
+            y = tf.placeholder(tf.as_dtype(dt))
+            for op in _INT_DIV_OPS:
+                steps[op, np.dtype(dt)] = (x, y, apply_op(op, x=x, y=y))
+    with tf.Session(graph=g) as s:
+        yield s, steps
+
+
+@st.composite
+def _broadcast_pair(draw):
+    """Two shapes that broadcast, with empty dimensions likely, and zero divisors likely."""
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3))
+    ys = tuple(draw(st.sampled_from([d, 1])) for d in shape)
+    ys = ys[draw(st.integers(0, len(ys))):]  # fewer leading dimensions
+    xs = tuple(draw(st.sampled_from([d, 1])) for d in shape)
+    dt = draw(st.sampled_from([np.int32, np.int64]))
+    x = draw(hnp.arrays(dt, xs, elements=st.integers(-1000, 1000)))
+    y = draw(hnp.arrays(dt, ys, elements=st.integers(-5, 5)))
+    return x, y
+
+
+@settings(max_examples=150, deadline=None)
+@given(pair=_broadcast_pair(), op=st.sampled_from(sorted(_INT_DIV_OPS)))
+def test_integer_division_family_only_checks_divisors_it_uses(int_division_steps, pair, op):
+    sess, steps = int_division_steps
+    x, y = pair
+    px, py, out = steps[op, x.dtype]
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    if math.prod(shape) and not y.all():
+        with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero"):
+            sess.run(out, {px: x, py: y})
+        return
+    got = sess.run(out, {px: x, py: y})
+    assert np.shape(got) == shape and np.asarray(got).dtype == x.dtype
+    if math.prod(shape):
+        np.testing.assert_array_equal(got, _INT_DIV_OPS[op](x, y))
+
+
+@pytest.mark.parametrize("op", sorted(_INT_DIV_OPS))
+def test_integer_division_by_zero_with_an_empty_result_is_empty(op):
+    """TF computes nothing, so checks nothing: ``floormod(zeros([0]), 0)`` is ``[]``."""
+    got = run(lambda: apply_op(op, x=tf.zeros([0], tf.int32), y=tf.constant(0)))
+    assert got.shape == (0,) and got.dtype == np.int32
+    got = run(lambda: apply_op(op, x=tf.zeros([2, 0], tf.int64),
+                               y=tf.constant([[0], [3]], tf.int64)))
+    assert got.shape == (2, 0)
+
+
+def test_gradient_of_a_reduction_over_a_fed_scalar():
+    """The reduction's gradient takes ``axes % rank`` with rank 0: an empty FloorMod by
+    zero, which must not raise (issue 14, item 2)."""
+    def build():
+        x = tf.placeholder(tf.float32)
+        return tf.gradients(tf.reduce_sum(x * x), x)[0], {x: 3.0}
+
+    assert run(build) == np.float32(6.0)

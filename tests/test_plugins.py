@@ -431,6 +431,46 @@ def test_import_builds_no_plugin_manager_and_imports_no_backends() -> None:
     assert "lazy-ok" in p.stdout
 
 
+def test_a_lazy_attribute_that_fails_to_load_is_an_attribute_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hasattr`` and ``getattr(flowrt, name, default)`` must work as on any module
+    (issue 14, item 5: ``hasattr(flowrt, "compat")`` raised ModuleNotFoundError)."""
+    import flowrt
+
+    monkeypatch.setitem(flowrt._LAZY_CORE, "broken_thing", ("no_such_module", None))
+    monkeypatch.delitem(vars(flowrt), "broken_thing", raising=False)
+    assert not hasattr(flowrt, "broken_thing")
+    assert getattr(flowrt, "broken_thing", 7) == 7
+    with pytest.raises(AttributeError, match="broken_thing.*no_such_module"):
+        flowrt.broken_thing  # noqa: B018
+
+
+def test_every_public_name_loads() -> None:
+    """``from flowrt import *`` and ``tf.compat.v1``, as TF 1.x programs use them."""
+    code = """
+        from flowrt import *
+        import flowrt
+        import flowrt.compat.v1 as v1
+        assert v1 is flowrt and flowrt.compat.v1 is flowrt
+        assert flowrt.compat.as_bytes("ab") == b"ab" and flowrt.compat.as_bytes(b"c") == b"c"
+        assert flowrt.compat.as_text(b"ab") == "ab" and flowrt.compat.as_str_any(b"x") == "x"
+        assert flowrt.compat.forward_compatible(2019, 1, 1)
+        assert not flowrt.compat.forward_compatible(2030, 1, 1)
+        with flowrt.compat.forward_compatibility_horizon(2031, 1, 1):
+            assert flowrt.compat.forward_compatible(2030, 1, 1)
+        missing = [n for n in flowrt.__all__ if not hasattr(flowrt, n)]
+        assert not missing, missing
+        print("all-ok")
+    """
+    p = run_python(code)
+    assert p.returncode == 0, p.stderr
+    assert "all-ok" in p.stdout
+    from flowrt import compat
+
+    with pytest.raises(TypeError, match="Expected binary or unicode string, got 3"):
+        compat.as_bytes(3)  # type: ignore[arg-type]
+
+
 def test_hooks_are_called_once_per_runtime_and_only_when_needed() -> None:
     calls: dict[str, int] = {}
 

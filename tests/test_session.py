@@ -87,10 +87,12 @@ def test_fetched_arrays_are_owned_by_the_caller(g, sess):
     assert sess.run(a).tolist() == [1.0, 2.0]
     p = tf.placeholder(tf.float32, [2])
     feed = np.array([5.0, 6.0], np.float32)
-    out = sess.run(p, {p: feed})
+    out = sess.run(tf.identity(p), {p: feed})
     assert not np.shares_memory(out, feed)
     out[0] = -1
     assert feed.tolist() == [5.0, 6.0] and feed.flags.writeable
+    # a fetch that is fed is not computed: TF hands back np.asarray(feed), the feed itself
+    assert sess.run(p, {p: feed}) is feed and feed.flags.writeable
 
 
 def test_fetch_list_mutated_between_runs(g, sess):
@@ -206,10 +208,48 @@ def test_feeding_an_int_too_large_for_the_dtype(g, sess):
         sess.run(p, {p: 2**40})
 
 
-def test_string_feeds_come_back_as_bytes(g, sess):
+def test_string_feeds_come_back_as_bytes_once_computed(g, sess):
     q = tf.placeholder(tf.string, name="q")
-    assert sess.run(q, {q: "ab"}) == b"ab"
-    assert sess.run(q, {q: ["ab", b"cd"]}).tolist() == [b"ab", b"cd"]
+    assert sess.run(tf.identity(q), {q: "ab"}) == b"ab"
+    assert sess.run(tf.identity(q), {q: ["ab", b"cd"]}).tolist() == [b"ab", b"cd"]
+
+
+def test_a_fetched_feed_is_the_fed_value_converted_as_tf_does(g, sess):
+    """TF 1.x does not run a fetch that is fed: it hands back ``np.asarray(value,
+    dtype=<the tensor's numpy dtype>)``, so a fed string keeps the objects that were fed
+    and a scalar comes back as a 0-d array (issue 14, item 5)."""
+    q = tf.placeholder(tf.string, name="q")
+    out = sess.run(q, {q: ["ab", b"cd"]})
+    assert out.dtype == object and out.tolist() == ["ab", b"cd"]
+    assert type(out[0]) is str
+    out = sess.run(q, {q: "ab"})
+    assert isinstance(out, np.ndarray) and out.shape == () and out[()] == "ab"
+    p = tf.placeholder(tf.float32, name="p")
+    out = sess.run(p, {p: 3})
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out[()] == 3.0
+    fed = np.arange(3, dtype=np.float32)
+    assert sess.run(p, {p: fed}) is fed  # already the tensor's dtype: no copy, as in TF
+    # with other fetches, by name, in structures, and through a callable
+    c = tf.constant(2.0)
+    got = sess.run({"p": p, "y": p * c, "q": "q:0"}, {"p:0": [1.0], q: "z"})
+    assert got["p"].tolist() == [1.0] and got["y"].tolist() == [2.0]
+    assert got["q"][()] == "z"
+    f = sess.make_callable([q, tf.identity(q)], feed_list=[q])
+    a, b = f(["x"])
+    assert a.tolist() == ["x"] and b.tolist() == [b"x"]
+
+
+def test_a_feed_key_of_another_graph_is_a_type_error(g, sess):
+    other = tf.Graph()
+    with other.as_default():
+        p = tf.placeholder(tf.float32, name="p")
+    c = tf.constant(1.0)
+    with pytest.raises(TypeError, match=r"Cannot interpret feed_dict key as Tensor: Tensor "
+                                        r'Tensor\("p:0", dtype=float32\) is not an element '
+                                        r"of this graph"):
+        sess.run(c, {p: 1.0})
+    with pytest.raises(TypeError, match="Cannot interpret feed_dict key as Tensor"):
+        sess.run(c, {"nope:0": 1.0})
 
 
 def test_string_constants_come_back_as_bytes(g, sess):
@@ -365,6 +405,7 @@ def test_graph_extended_after_session_creation(g, sess):
 def test_compiled_steps_are_reused_and_recompiled_on_growth(g, sess):
     p = tf.placeholder(tf.float32, name="p")
     a = tf.identity(p)
+    b = tf.identity(a)
     for i in range(5):
         assert sess.run(a, {p: float(i)}) == i
     callables = sess._msession._callables
@@ -373,7 +414,7 @@ def test_compiled_steps_are_reused_and_recompiled_on_growth(g, sess):
         assert sess.run([a], {p: 1.0}) == [1.0]  # same feeds and fetches: same step
     assert len(callables) == 1
     for i in range(3):
-        assert sess.run([a, p], {p: 1.0}) == [1.0, 1.0]
+        assert sess.run([a, b], {p: 1.0}) == [1.0, 1.0]
     assert len(callables) == 2  # a new signature, compiled once
     (cs,) = [c for c in callables.values() if c.fetches == (a.name,)]
     v0 = cs.version

@@ -34,6 +34,24 @@ def g():
 
 
 # -- basics and structure ----------------------------------------------------------------
+@pytest.mark.parametrize("inter_op", [1, 2])
+def test_a_loop_body_with_an_expensive_kernel(g, inter_op):
+    """A MatMul (an "expensive" kernel, the inter-op pool's candidate) in a loop body: the
+    frame plan was built before the executor knew whether it uses the pool (issue 14,
+    item 1: AttributeError at compile)."""
+    w = tf.constant([[1.0, 1.0], [0.0, 1.0]])
+    i, x = tf.while_loop(lambda i, x: i < 3,
+                         lambda i, x: (i + 1, tf.matmul(tf.matmul(x, w), w)),
+                         [tf.constant(0), tf.constant([[2.0, 1.0]])])
+    cfg = tf.ConfigProto(inter_op_parallelism_threads=inter_op)
+    got_i, got_x = run([i, x], config=cfg)
+    want = np.array([[2.0, 1.0]], np.float32)
+    for _ in range(3):
+        want = want @ np.array([[1, 1], [0, 1]]) @ np.array([[1, 1], [0, 1]])
+    assert got_i == 3
+    np.testing.assert_array_equal(got_x, want)
+
+
 def test_counter_and_value_match_numpy(g):
     n = tf.placeholder(tf.int32, [])
     i, x = tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 0.5 + 1.0),

@@ -504,9 +504,15 @@ def _add_kernel(ctx: Any) -> Any:
 
 
 def _check_divisor(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``fn`` with TF's integer division-by-zero error. As in TF, only divisors that
+    are actually used count: when the broadcast result is empty (a zero divisor beside
+    an empty dividend, as in the gradient of a reduction over a scalar) nothing is
+    divided. In a non-empty broadcast result every divisor element is used."""
     def checked(x: Any, y: Any) -> Any:
         if not y.all():
-            raise InvalidArgumentError(None, None, "Integer division by zero")
+            # (an incompatible pair raises ValueError here: the broadcast guard names it)
+            if math.prod(np.broadcast_shapes(np.shape(x), np.shape(y))) != 0:
+                raise InvalidArgumentError(None, None, "Integer division by zero")
         return fn(x, y)
 
     return checked
