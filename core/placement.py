@@ -107,6 +107,10 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
     full = {d.name: DeviceSpec.from_string(d.name) for d in devices}
 
     uf = _UnionFind()
+    # Nodes joined to a group only through a reference or resource input: as in TF's
+    # placer, their own device request gives way to the reference's ("Ignoring device
+    # specification ... because the input edge ... is a reference connection").
+    ref_followers: set[str] = set()
     for node in ir.nodes.values():
         uf.find(node.name)
         for loc in node.node_attrs.get("_class", ()) or ():
@@ -123,6 +127,7 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
                 if arg.is_ref or _is_resource(node, k):
                     # (a resource handle, like a queue's, is only valid on its device)
                     uf.union(src, node.name)
+                    ref_followers.add(node.name)
     groups: dict[str, list[Node]] = {}
     for node in ir.nodes.values():
         groups.setdefault(uf.find(node.name), []).append(node)
@@ -132,8 +137,14 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
     for root, members in groups.items():
         # merge the group's requests; conflicting explicit requests are an error
         spec = DeviceSpec()
-        for n in members:
+        # (reference followers last: a request of theirs that conflicts is ignored)
+        for n in sorted(members, key=lambda m: m.name in ref_followers):
             s = _spec(n)
+            follower = n.name in ref_followers
+            if follower and any(getattr(spec, f) is not None and getattr(s, f) is not None
+                                and getattr(spec, f) != getattr(s, f)
+                                for f in DeviceSpec.__slots__):
+                continue
             for f in DeviceSpec.__slots__:
                 v = getattr(s, f)
                 if v is None:

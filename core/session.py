@@ -217,7 +217,7 @@ class _Signature:
 
 
 def _results(sig: _Signature, fetch: _Fetch, values: Sequence[Any],
-             feed_values: Sequence[Any]) -> list[Any]:
+             feed_values: Sequence[Any], args: Sequence[Any]) -> list[Any]:
     """The fetched values in fetch order: computed ones as :func:`_to_user` gives them,
     fed ones as TF 1.x returns them, ``np.asarray(fed value, dtype=<the tensor's numpy
     dtype>)`` (a fed ``tf.string`` comes back as the objects that were fed)."""
@@ -229,7 +229,12 @@ def _results(sig: _Signature, fetch: _Fetch, values: Sequence[Any],
             feed_values = [feed_values[i] for i in sig.feed_pick]
         for pos, fi in sig.fetch_fed:
             v, npd = feed_values[fi], sig.feed_np[fi]
-            out[pos] = _to_user(v) if _on_gpu(v) else np.asarray(v, dtype=npd)
+            try:
+                out[pos] = _to_user(args[fi]) if _on_gpu(v) else np.asarray(v, dtype=npd)
+            except (OverflowError, ValueError, TypeError):
+                # numpy 2 refuses what TF's numpy wrapped (``[300]`` as int8): the value
+                # as it was fed, converted the way the feed was
+                out[pos] = args[fi].copy()
     return out
 
 
@@ -385,7 +390,7 @@ class BaseSession:
                 _fill_step_stats(run_metadata, stats, t_start, p0)
             if options is not None and getattr(options, "output_partition_graphs", False):
                 run_metadata.partition_graphs.extend(self._msession.partition_graphs(sig.cid))
-        return fetch.build(_results(sig, fetch, values, fvals))
+        return fetch.build(_results(sig, fetch, values, fvals, args))
 
     def _make_signature(self, fetch: _Fetch, feed_keys: tuple[Any, ...]) -> _Signature:
         g = self._graph
@@ -487,13 +492,13 @@ class BaseSession:
             opts = kw.get("options")
             trace = opts is not None and getattr(opts, "trace_level", 0) > 0
             t_start, p0 = time.time(), time.perf_counter()
-            values, stats = msess.run_callable(sig.cid, self._convert_feeds(
-                sig, list(feed_values)), trace,
-                getattr(opts, "timeout_in_ms", 0) if opts is not None else 0)
+            args = self._convert_feeds(sig, list(feed_values))
+            timeout_ms = getattr(opts, "timeout_in_ms", 0) if opts is not None else 0
+            values, stats = msess.run_callable(sig.cid, args, trace, timeout_ms)
             md = kw.get("run_metadata")
             if md is not None and stats is not None:
                 _fill_step_stats(md, stats, t_start, p0)
-            return fetch.build(_results(sig, fetch, values, feed_values))
+            return fetch.build(_results(sig, fetch, values, feed_values, args))
 
         return call
 

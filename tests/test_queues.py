@@ -917,3 +917,41 @@ def test_shared_shuffle_queue_must_match(g, sess):
     with pytest.raises(errors.InvalidArgumentError, match="Expected RandomShuffleQueue, found "
                                                          "FIFOQueueV2"):
         sess.run(tf.FIFOQueue(10, tf.int32, shared_name="sq").size())
+
+
+# -- placement ----------------------------------------------------------------------------
+def test_ops_on_a_queue_or_ref_variable_go_where_it_is_whatever_their_device_scope() -> None:
+    """TF's placer ignores the device request of an op whose reference or resource input
+    lives elsewhere ("... is a reference connection"), and puts the op with it; its
+    other inputs stay where they were asked to be."""
+    cpu0, cpu1 = ("/job:localhost/replica:0/task:0/device:CPU:0",
+                  "/job:localhost/replica:0/task:0/device:CPU:1")
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            q = tf.FIFOQueue(2, tf.float32)
+            v = tf.Variable(1.0, use_resource=False)
+        with tf.device("/cpu:1"):
+            e = q.enqueue(tf.constant(5.0, name="five"))
+            d = q.dequeue()
+            a = tf.assign_add(v, 2.0)
+    with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as s:
+        s.run(v.initializer)
+        s.run(e)
+        assert s.run(d) == 5.0
+        assert s.run(a) == 3.0
+        placed = s.placement(e)
+        assert placed[e.name] == cpu0 and placed[q.queue_ref.op.name] == cpu0
+        assert placed["five"] == cpu1
+        assert s.placement(a)[a.op.name] == cpu0
+    # two explicit colocation requests that disagree are still an error, as in TF
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            c = tf.constant(1.0, name="c")
+        with tf.colocate_with(c), tf.device("/cpu:1"):
+            x = tf.identity(c, name="x")
+        x.op._set_device("/cpu:1")
+    with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as s:
+        with pytest.raises(errors.InvalidArgumentError, match="Cannot colocate nodes"):
+            s.run(x)
