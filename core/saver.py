@@ -647,7 +647,10 @@ class Saver:
         The save op runs in ``sess`` with the prefix fed; then the ``checkpoint`` state
         file in the prefix's directory is updated (``write_state``), checkpoints beyond
         ``max_to_keep`` are deleted and ``<prefix>.<meta_graph_suffix>`` is written
-        (``write_meta_graph``). Files a killed save left behind are removed first.
+        (``write_meta_graph``). Files a killed save left behind are removed first,
+        after completing a save to the same prefix killed between its data and index
+        renames (``checkpoint.cleanup_stale_files``). Saving to an existing prefix
+        (the same ``global_step`` again) replaces its files under TF's names.
         """
         del save_debug_info
         if not self._is_built:

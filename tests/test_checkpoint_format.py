@@ -8,7 +8,10 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import struct
+import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -285,20 +288,6 @@ def test_atomic_file_commits_or_leaves_nothing(tmp_path):
     assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["f"]
 
 
-def test_overwriting_a_prefix_keeps_the_old_files_until_the_new_index(tmp_path):
-    prefix = str(tmp_path / "ck")
-    names = []
-    for i in range(4):
-        ck.write_checkpoint(prefix, ["v"], [np.full(3, i, np.int32)], [tf.int32])
-        files = sorted(os.listdir(tmp_path))
-        data = [n for n in files if ".data-" in n]
-        assert len(data) == 1 and files == sorted(data + ["ck.index"])
-        names.append(data[0])
-        assert ck.CheckpointReader(prefix).get_tensor("v").tolist() == [i] * 3
-    # the data file name alternates, so the previous index always names intact data
-    assert names == ["ck.data-00000-of-00001", "ck.data-00000-of-00001.alt"] * 2
-
-
 def test_merge_checkpoints_moves_shards_and_removes_temp_dir(tmp_path):
     tmp = tmp_path / "model_temp_0123456789abcdef0123456789abcdef"
     parts = [str(tmp / ck.sharded_filename("part", k, 2)) for k in range(2)]
@@ -329,14 +318,17 @@ def test_cleanup_stale_files(tmp_path):
     ck.write_checkpoint(str(tmp_path / "model.ckpt-1"), ["v"], [np.zeros(2)], [tf.float64])
     hexs = "0" * 32
     stale = [f"model.ckpt-2.data-00000-of-00001.tmp-{hexs}", f"checkpoint.tmp-{hexs}",
-             "model.ckpt-3.data-00000-of-00001"]  # a data file without its index
+             "model.ckpt-3.data-00000-of-00001",  # a data file without its index
+             "model.ckpt-5.data-00000-of-00001.tempstate123",
+             "model.ckpt-5.index.tempstate123",  # not a valid index: removed
+             "model.ckpt-6.data-00000-of-00001.alt"]  # old flowrt's name, no index
     for n in stale:
         (tmp_path / n).write_bytes(b"partial")
     (tmp_path / f"model.ckpt-4_temp_{hexs}").mkdir()
     (tmp_path / f"model.ckpt-4_temp_{hexs}" / "part-00000-of-00002.index").write_bytes(b"x")
     (tmp_path / "other.data-00000-of-00001").write_bytes(b"not ours")
     removed = ck.cleanup_stale_files(str(tmp_path), "model.ckpt")
-    assert len(removed) == 4
+    assert len(removed) == 7
     assert sorted(os.listdir(tmp_path)) == ["model.ckpt-1.data-00000-of-00001",
                                             "model.ckpt-1.index", "other.data-00000-of-00001"]
 
@@ -348,6 +340,284 @@ def test_remove_checkpoint_files(tmp_path):
     (tmp_path / "m2.index").write_bytes(b"another checkpoint")
     ck.remove_checkpoint_files(prefix)
     assert os.listdir(tmp_path) == ["m2.index"]
+
+
+# -- overwriting a prefix in place: TF's names, crash safety --------------------------------
+TF_NAMES_1 = ["ck.data-00000-of-00001", "ck.index"]
+
+
+def test_overwriting_a_prefix_keeps_tf_names(tmp_path):
+    prefix = str(tmp_path / "ck")
+    for i in range(4):
+        ck.write_checkpoint(prefix, ["v"], [np.full(3, i, np.int32)], [tf.int32])
+        # TF's names and nothing else, after every save (no ".alt", no temporaries)
+        assert sorted(os.listdir(tmp_path)) == TF_NAMES_1
+        assert [s.filename for s in index_of(prefix).shards] == [TF_NAMES_1[0]]
+        assert ck.CheckpointReader(prefix).get_tensor("v").tolist() == [i] * 3
+
+
+def test_temporary_names_follow_tf(tmp_path, monkeypatch):
+    """Data and index are written as ``<name>.tempstate<digits>`` (TF's BundleWriter
+    names), all files of one save sharing the digits."""
+    prefix = str(tmp_path / "ck")
+    seen: list[list[str]] = []
+    real = os.replace
+
+    def spy(src, dst):
+        seen.append(sorted(os.listdir(tmp_path)))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    ck.write_checkpoint(prefix, ["v"], [np.zeros(2)], [tf.float64])
+    monkeypatch.undo()
+    temps = [n for n in seen[0] if ck.is_temp_name(n)]
+    m = [re.fullmatch(r"ck\.(data-00000-of-00001|index)\.tempstate(\d+)", n) for n in temps]
+    assert len(temps) == 2 and all(m), temps
+    assert len({x.group(2) for x in m}) == 1  # one token per save
+    assert sorted(os.listdir(tmp_path)) == TF_NAMES_1
+
+
+def _snapshot_renames(monkeypatch, src_dir: Path, images: Path) -> list[Path]:
+    """Make every ``os.replace`` first copy ``src_dir``: each copy is what a process
+    killed just before that rename (after the previous one) would leave on disk."""
+    real = os.replace
+    out: list[Path] = []
+
+    def replace(src, dst):
+        img = images / f"img{len(out):03d}"
+        shutil.copytree(src_dir, img, symlinks=True)
+        out.append(img)
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return out
+
+
+def _value_or_error(prefix: str, names: list[str]) -> list | str:
+    try:
+        return [np.asarray(x).tolist() for x in ck.CheckpointReader(prefix).read(names)]
+    except errors.OpError as e:
+        return f"{type(e).__name__}: {e.message}"
+
+
+def _write_sharded(prefix: str, values: dict[str, np.ndarray], shards: int) -> None:
+    tmp = prefix + "_temp_" + "ab" * 16
+    names = sorted(values)
+    parts = []
+    for k in range(shards):
+        p = os.path.join(tmp, ck.sharded_filename("part", k, shards))
+        mine = names[k::shards]
+        ck.write_checkpoint(p, mine, [values[n] for n in mine], [tf.float32] * len(mine))
+        parts.append(p)
+    ck.merge_checkpoints(parts, prefix)
+
+
+@pytest.mark.parametrize("shards", [0, 1, 3], ids=["SaveV2", "merge1", "merge3"])
+def test_every_crash_point_of_an_overwrite_leaves_old_or_new(tmp_path, monkeypatch,
+                                                               shards):
+    """Kill a save to an existing prefix before any of its renames: the directory left
+    reads as the old checkpoint or the new one (same-sized data, so only the
+    checksums tell them apart), and the clean-up the next save runs leaves exactly
+    TF's names with the same values."""
+    d = tmp_path / "d"
+    d.mkdir()
+    prefix = str(d / "ck")
+    names = ["a", "b", "c"]
+    old = {n: np.full(4, i, np.float32) for i, n in enumerate(names)}
+    new = {n: np.full(4, 10 + i, np.float32) for i, n in enumerate(names)}
+
+    def save(values):
+        if shards:
+            _write_sharded(prefix, values, shards)
+        else:
+            ck.write_checkpoint(prefix, names, [values[n] for n in names],
+                                [tf.float32] * 3)
+
+    save(old)
+    tf_names = sorted(os.listdir(d))
+    want_old = [old[n].tolist() for n in names]
+    want_new = [new[n].tolist() for n in names]
+    images = _snapshot_renames(monkeypatch, d, tmp_path / "images")
+    save(new)
+    monkeypatch.undo()
+    assert sorted(os.listdir(d)) == tf_names
+    assert _value_or_error(prefix, names) == want_new
+    # a save killed while writing its temporaries: a truncated temporary index
+    first = images[0]
+    torn = tmp_path / "images" / "torn"
+    shutil.copytree(first, torn)
+    for n in os.listdir(torn):
+        if ck.is_temp_name(n) and n.startswith("ck."):
+            with open(torn / n, "r+b") as f:
+                f.truncate(os.path.getsize(torn / n) // 2)
+    outcomes = set()
+    for img in images + [torn]:
+        p = str(img / "ck")
+        got = _value_or_error(p, names)
+        assert got in (want_old, want_new), (img.name, sorted(os.listdir(img)), got)
+        ck.cleanup_stale_files(str(img), "ck")
+        assert sorted(os.listdir(img)) == tf_names, img.name
+        assert _value_or_error(p, names) == got, img.name
+        outcomes.add(got == want_new)
+    # the images run from "nothing renamed yet" to "data renamed, index not yet"
+    assert outcomes == {False, True}
+
+
+def test_index_not_matching_its_data_is_data_loss(tmp_path):
+    """An index next to data it does not describe (same size, other values: what an
+    interrupted overwrite leaves once its temporary index is gone) is detected by the
+    per-tensor checksums and reported as DataLossError naming the data file, never
+    read as wrong values."""
+    prefix = str(tmp_path / "ck")
+    ck.write_checkpoint(prefix, ["v", "w"], [np.arange(5.0), np.ones(2)],
+                        [tf.float64, tf.float64])
+    old_index = Path(prefix + ".index").read_bytes()
+    ck.write_checkpoint(prefix, ["v", "w"], [np.arange(5.0) + 1, np.ones(2)],
+                        [tf.float64, tf.float64])
+    Path(prefix + ".index").write_bytes(old_index)
+    r = ck.CheckpointReader(prefix)
+    data = prefix + ".data-00000-of-00001"
+    assert r.get_tensor("w").tolist() == [1.0, 1.0]  # unchanged bytes: the same value
+    with pytest.raises(errors.DataLossError, match=re.escape(data) + ".*checksum of "
+                       "tensor 'v'"):
+        r.get_tensor("v")
+
+
+@pytest.mark.parametrize("fail_at", [1, 2], ids=["data-rename", "index-rename"])
+def test_failed_save_removes_its_temporaries(tmp_path, monkeypatch, fail_at):
+    prefix = str(tmp_path / "ck")
+    ck.write_checkpoint(prefix, ["v"], [np.arange(3.0)], [tf.float64])
+    real = os.replace
+    calls = []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == fail_at:
+            raise OSError(5, "Input/output error")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(errors.UnknownError, match="Input/output error"):
+        ck.write_checkpoint(prefix, ["v"], [np.arange(3.0) + 7], [tf.float64])
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == TF_NAMES_1
+    r = ck.CheckpointReader(prefix)
+    if fail_at == 1:  # nothing was replaced: the old checkpoint
+        assert r.get_tensor("v").tolist() == [0.0, 1.0, 2.0]
+    else:  # new data under the old index: detected, not read as wrong values
+        with pytest.raises(errors.DataLossError, match="checksum"):
+            r.get_tensor("v")
+
+
+def test_interrupt_between_renames_finishes_the_commit(tmp_path, monkeypatch):
+    """A KeyboardInterrupt once the data file is renamed still renames the index, so the
+    prefix is never left with an index naming data it does not describe."""
+    prefix = str(tmp_path / "ck")
+    ck.write_checkpoint(prefix, ["v"], [np.arange(3.0)], [tf.float64])
+    real = os.replace
+    calls = []
+
+    def replace(src, dst):
+        real(src, dst)
+        calls.append(dst)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        ck.write_checkpoint(prefix, ["v"], [np.arange(3.0) + 7], [tf.float64])
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == TF_NAMES_1
+    assert ck.CheckpointReader(prefix).get_tensor("v").tolist() == [7.0, 8.0, 9.0]
+
+
+def test_reader_opened_before_an_overwrite_reads_the_new_checkpoint(tmp_path):
+    prefix = str(tmp_path / "ck")
+    ck.write_checkpoint(prefix, ["v"], [np.arange(3.0)], [tf.float64])
+    r = ck.CheckpointReader(prefix)
+    ck.write_checkpoint(prefix, ["v"], [np.arange(3.0) + 7], [tf.float64])
+    # the data under the reader's index changed; it re-reads the (new) index
+    assert r.get_tensor("v").tolist() == [7.0, 8.0, 9.0]
+
+
+def test_readers_racing_overwrites_get_one_whole_checkpoint(tmp_path):
+    """A reader of a prefix that another thread keeps overwriting (back to back, so
+    every moment of the commit is hit) gets all tensors of one read from one save:
+    re-opening when the files change under it, the save's temporary index inside the
+    rename window. Never a mix, never an error."""
+    prefix = str(tmp_path / "ck")
+    names = ["a", "b", "c"]
+
+    def save(k: int) -> None:
+        ck.write_checkpoint(prefix, names, [np.full(5000, k, np.float32)] * 3,
+                            [tf.float32] * 3)
+
+    save(0)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def overwrite() -> None:
+        k = 1
+        try:
+            while not stop.is_set():
+                save(k)
+                k += 1
+        except BaseException as e:  # reported by the test, not lost in the thread
+            failures.append(e)
+
+    t = threading.Thread(target=overwrite)
+    t.start()
+    reads = 0
+    try:
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            got = ck.CheckpointReader(prefix).read(names)
+            first = got[0][0]
+            assert all((x == first).all() for x in got), [x[:3] for x in got]
+            reads += 1
+    finally:
+        stop.set()
+        t.join()
+    assert not failures, failures
+    assert reads > 10
+    assert sorted(os.listdir(tmp_path)) == TF_NAMES_1
+
+
+def _make_legacy_alt(prefix: str) -> str:
+    """Rename a checkpoint's data file to the ``.alt`` name flowrt <= this change used
+    for every second overwrite, with an index naming it."""
+    idx = index_of(prefix)
+    plain = idx.shards[0].filename
+    os.replace(os.path.join(os.path.dirname(prefix), plain),
+               os.path.join(os.path.dirname(prefix), plain + ".alt"))
+    idx.shards[0].filename = plain + ".alt"
+    Path(prefix + ".index").write_bytes(ck._encode_index(idx))
+    return plain + ".alt"
+
+
+def test_legacy_alt_data_files_are_read_and_replaced(tmp_path):
+    prefix = str(tmp_path / "ck")
+    ck.write_checkpoint(prefix, ["v"], [np.arange(3)], [tf.int64])
+    alt = _make_legacy_alt(prefix)
+    assert sorted(os.listdir(tmp_path)) == [alt, "ck.index"]
+    assert ck.CheckpointReader(prefix).get_tensor("v").tolist() == [0, 1, 2]
+    ck.write_checkpoint(prefix, ["v"], [np.arange(3) + 5], [tf.int64])
+    assert sorted(os.listdir(tmp_path)) == TF_NAMES_1  # the .alt file is gone
+    assert ck.CheckpointReader(prefix).get_tensor("v").tolist() == [5, 6, 7]
+    ck.write_checkpoint(str(tmp_path / "m-1"), ["v"], [np.arange(3)], [tf.int64])
+    _make_legacy_alt(str(tmp_path / "m-1"))
+    ck.remove_checkpoint_files(str(tmp_path / "m-1"))
+    assert sorted(os.listdir(tmp_path)) == TF_NAMES_1
+
+
+def test_merge_to_a_prefix_with_another_shard_count(tmp_path):
+    prefix = str(tmp_path / "ck")
+    vals = {n: np.full(2, i, np.float32) for i, n in enumerate("abc")}
+    _write_sharded(prefix, vals, 3)
+    _write_sharded(prefix, {n: v + 1 for n, v in vals.items()}, 2)
+    assert sorted(os.listdir(tmp_path)) == ["ck.data-00000-of-00002",
+                                            "ck.data-00001-of-00002", "ck.index"]
+    assert ck.CheckpointReader(prefix).get_tensor("c").tolist() == [3.0, 3.0]
 
 
 # -- the raw ops ---------------------------------------------------------------------------

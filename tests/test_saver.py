@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -284,8 +285,167 @@ def test_overwriting_the_same_prefix(g, tmp_path):
             sess.run(v.assign(i))
             saver.save(sess, prefix)
             assert tf.train.load_variable(prefix, "Variable") == i
-            assert len([f for f in files(tmp_path) if ".data-" in f]) == 1
+            assert files(tmp_path) == ["checkpoint", "m.data-00000-of-00001", "m.index",
+                                       "m.meta"]
     assert saver.last_checkpoints == [prefix]
+
+
+# -- saving again to the same prefix: TF's file names (issue 14) --------------------------
+def _saved_values(sess, vs) -> list:
+    return [np.asarray(x).tolist() for x in sess.run(vs)]
+
+
+def test_saving_twice_to_the_same_step_keeps_tf_names(g, tmp_path):
+    v = tf.Variable(np.zeros(4, np.float32), name="v")
+    s = tf.Variable([b"a", b"bb"], name="s")
+    saver = tf.train.Saver()
+    base = str(tmp_path / "d" / "model.ckpt")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert saver.save(sess, base, global_step=2) == base + "-2"
+        sess.run([v.assign(np.full(4, 3, np.float32)), s.assign([b"x", b"yy"])])
+        assert saver.save(sess, base, global_step=2) == base + "-2"
+        assert files(tmp_path / "d") == ["checkpoint", "model.ckpt-2.data-00000-of-00001",
+                                         "model.ckpt-2.index", "model.ckpt-2.meta"]
+        sess.run([v.assign(np.zeros(4, np.float32)), s.assign([b"", b""])])
+        saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path / "d")))
+        assert _saved_values(sess, [v, s]) == [[3.0] * 4, [b"x", b"yy"]]
+    assert saver.last_checkpoints == [base + "-2"]
+
+
+def test_overwrites_with_max_to_keep_rotation(g, tmp_path):
+    v = tf.Variable(0)
+    saver = tf.train.Saver(max_to_keep=2)
+    base = str(tmp_path / "m")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for i, step in enumerate([1, 2, 2, 3, 3, 3, 4, 4]):
+            sess.run(v.assign(i))
+            saver.save(sess, base, global_step=step)
+        assert files(tmp_path) == ["checkpoint", "m-3.data-00000-of-00001", "m-3.index",
+                                   "m-3.meta", "m-4.data-00000-of-00001", "m-4.index",
+                                   "m-4.meta"]
+    assert saver.last_checkpoints == [base + "-3", base + "-4"]
+    assert tf.train.load_variable(base + "-3", "Variable") == 5
+    assert tf.train.load_variable(str(tmp_path), "Variable") == 7
+
+
+def _three_device_graph():
+    g = tf.Graph()
+    with g.as_default():
+        vs = []
+        for d in (1, 2, 0):
+            with tf.device(f"/cpu:{d}"):
+                vs.append(tf.Variable(np.full([4], d, np.float32), name=f"v{d}"))
+    return g, vs
+
+
+def test_sharded_saves_to_the_same_prefix_keep_tf_names(tmp_path):
+    g, vs = _three_device_graph()
+    with g.as_default():
+        saver = tf.train.Saver(sharded=True)
+    prefix = str(tmp_path / "model")
+    want = ["checkpoint", "model.data-00000-of-00003", "model.data-00001-of-00003",
+            "model.data-00002-of-00003", "model.index", "model.meta"]
+    with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 3})) as sess:
+        sess.run([v.initializer for v in vs])
+        for k in range(3):
+            sess.run([v.assign(np.full([4], 10 * k + i, np.float32))
+                      for i, v in enumerate(vs)])
+            assert saver.save(sess, prefix) == prefix
+            assert files(tmp_path) == want
+        sess.run([v.assign(np.zeros(4, np.float32)) for v in vs])
+        saver.restore(sess, prefix)
+        assert _saved_values(sess, vs) == [[20.0 + i] * 4 for i in range(3)]
+
+
+def _snapshot_renames(monkeypatch, src: str, images: str) -> list[str]:
+    """Make every ``os.replace`` first copy directory ``src``: each copy is what a
+    process killed just before that rename would leave on disk. (A sharded save runs
+    its SaveV2 ops on several threads: the lock keeps copy and rename together.)"""
+    real = os.replace
+    out: list[str] = []
+    lock = threading.Lock()
+
+    def replace(a, b):
+        with lock:
+            img = os.path.join(images, f"img{len(out):03d}")
+            try:
+                shutil.copytree(src, img, symlinks=True)
+            except shutil.Error:
+                pass  # a file another thread deleted while copying: gone anyway
+            out.append(img)
+            return real(a, b)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return out
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["single", "sharded"])
+def test_a_save_killed_anywhere_leaves_a_restorable_checkpoint(tmp_path, monkeypatch,
+                                                                sharded):
+    """Saving step 2 again, killed before any of its renames (a copy of the directory
+    stands for each moment): ``latest_checkpoint`` restores either save's values, and
+    the next save's clean-up leaves TF's names only, restoring the same values."""
+    monkeypatch.chdir(tmp_path)  # relative paths: the state file stays valid in copies
+    g, vs = _three_device_graph()
+    with g.as_default():
+        saver = tf.train.Saver(sharded=sharded)
+    cfg = tf.ConfigProto(device_count={"CPU": 3})
+    os.mkdir("d")
+    with tf.Session(graph=g, config=cfg) as sess:
+        sess.run([v.initializer for v in vs])
+        saver.save(sess, "d/model.ckpt", global_step=2)
+        want_names = files("d")
+        sess.run([v.assign(v + 100) for v in vs])
+        with monkeypatch.context() as m:  # undoing it all would undo the chdir too
+            images = _snapshot_renames(m, "d", "images")
+            saver.save(sess, "d/model.ckpt", global_step=2)
+        assert files("d") == want_names
+        old = [[float(i)] * 4 for i in (1, 2, 0)]
+        new = [[100.0 + i] * 4 for i in (1, 2, 0)]
+        seen = set()
+        for img in images:
+            latest = tf.train.latest_checkpoint(img)
+            assert latest == os.path.join(img, "model.ckpt-2"), img
+            sess.run([v.assign(np.full(4, -1, np.float32)) for v in vs])
+            saver.restore(sess, latest)
+            got = _saved_values(sess, vs)
+            assert got in (old, new), (img, files(img))
+            seen.add(got == new)
+            ck.cleanup_stale_files(img, "model.ckpt")
+            assert files(img) == want_names, img  # TF's names only, no temporaries
+            sess.run([v.assign(np.full(4, -1, np.float32)) for v in vs])
+            saver.restore(sess, latest)
+            assert _saved_values(sess, vs) == got, img
+        # the copies run from "nothing renamed yet" (old values) to "data renamed, index
+        # not yet" (new values, through the save's temporary index) and beyond
+        assert seen == {False, True}
+
+
+def test_a_failed_save_removes_its_temporaries(g, tmp_path, monkeypatch):
+    v = tf.Variable([1.0, 2.0], name="v")
+    saver = tf.train.Saver()
+    prefix = str(tmp_path / "m")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, prefix, global_step=2)
+        before = files(tmp_path)
+        sess.run(v.assign([5.0, 6.0]))
+        real = os.replace
+
+        def replace(a, b):
+            if ".data-" in str(b):
+                raise OSError(28, "No space left on device")
+            return real(a, b)
+
+        monkeypatch.setattr(os, "replace", replace)
+        with pytest.raises(errors.ResourceExhaustedError, match="No space left"):
+            saver.save(sess, prefix, global_step=2)
+        monkeypatch.undo()
+        assert files(tmp_path) == before
+        saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
+        assert sess.run(v).tolist() == [1.0, 2.0]
 
 
 # -- var_list forms -----------------------------------------------------------------------
