@@ -23,7 +23,6 @@ import queue
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -32,6 +31,7 @@ from . import errors
 from .ir import ARG_OP, GraphIR, Node
 from .op_registry import KernelContext
 from .resources import VarRef
+from .threads import DaemonPool
 
 __all__ = ["Executor", "StepContext", "op_error_for", "SessionState", "NodeStat", "DEAD"]
 
@@ -169,12 +169,14 @@ def _init_worker_thread() -> None:
     np.seterr(all="ignore")  # TF gives inf/nan silently; pool threads own their state
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS: dict[int, DaemonPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def inter_op_pool(threads: int) -> ThreadPoolExecutor:
-    """A process-wide pool per size (threads <= 0: one per core)."""
+def inter_op_pool(threads: int) -> DaemonPool:
+    """A process-wide pool per size (threads <= 0: one per core). Its threads are
+    daemon threads: process exit never waits for a step, and a thread still running
+    steps after the main thread ended can still use it."""
     pool = _POOLS.get(threads)
     if pool is not None:
         return pool
@@ -184,8 +186,9 @@ def inter_op_pool(threads: int) -> ThreadPoolExecutor:
         with _POOLS_LOCK:
             pool = _POOLS.get(n)
             if pool is None:
-                pool = _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="flowrt-interop",
-                                                      initializer=_init_worker_thread)
+                pool = _POOLS[n] = DaemonPool(n, thread_name_prefix="flowrt-interop",
+                                              initializer=_init_worker_thread,
+                                              idle_timeout=None)
                 _POOLS[threads] = pool
     return pool
 

@@ -15,9 +15,12 @@ import queue
 import random
 import threading
 import time
+import weakref
+from concurrent import futures
 from typing import Any, Sequence
 
 from . import errors
+from . import threads as _threads
 from .cost_model import CostModel
 from .device_spec import DeviceSpec
 from .executor import NodeStat
@@ -58,21 +61,44 @@ class _Inflight:
         #: set on the first failure: a call the master's thread makes itself stops
         self.cancel = threading.Event()
 
-    def fail(self, error: BaseException) -> None:
-        """Record the step's first error and abort it on every task."""
+    def fail(self, error: BaseException) -> list[futures.Future]:
+        """Record the step's first error and abort it on every task; returns the
+        futures of the aborts sent to other tasks (none if the step had failed)."""
         from .worker import _partition_pool
 
         with self._lock:
             if self.error is not None:
-                return
+                return []
             self.error = error
         self.cancel.set()
         self.q.put((-1, None, error))
+        sent: list[futures.Future] = []
         for w in self.workers:
             if w is self.local:
                 w.abort_step(self.step_id, error)
             else:
-                _partition_pool().submit(w.abort_step, self.step_id, error)
+                sent.append(_partition_pool().submit(w.abort_step, self.step_id, error))
+        return sent
+
+
+#: every live master of this process (for :func:`_cancel_steps_at_exit`)
+_MASTERS: "weakref.WeakSet[Master]" = weakref.WeakSet()
+
+
+@_threads.at_exit
+def _cancel_steps_at_exit(deadline: float) -> None:
+    """The process is exiting: abort every step in flight over several tasks, on
+    every task, and wait (until ``deadline``) for the other tasks to have heard. A step
+    left blocked on another task (a dequeue on a ps) would otherwise stay there after
+    this process is gone and take the next element anyone enqueues."""
+    err = errors.CancelledError(None, None, "the step was cancelled: the process that "
+                                "ran it is exiting")
+    sent: list[futures.Future] = []
+    for m in list(_MASTERS):
+        for fl in list(m._inflight.values()):
+            sent.extend(fl.fail(err))
+    if sent:
+        futures.wait(sent, timeout=max(0.0, deadline - time.monotonic()))
 
 
 #: whether the master stages the steps it can (see split_stages); FLOWRT_STAGED=0 turns
@@ -410,12 +436,20 @@ class MasterSession:
             with self._lock:
                 if cs.version != self.graph.version:
                     self._compile(cs)
+        # at exit (only daemon threads run then) a new step could block on another task
+        # after the steps in flight were cancelled: it is never started
+        _threads.park_if_exiting()
         with self._use_lock:
             if self.closed:
                 raise self.master.not_found(self.handle)
             self.running += 1
         try:
             return self._run_callable(cs, trace, timeout_ms, args)
+        except BaseException:
+            # cancelled because the process is exiting: this daemon thread waits to be
+            # stopped rather than raise (and print) an error nobody can handle
+            _threads.park_if_exiting()
+            raise
         finally:
             with self._use_lock:
                 self.running -= 1
@@ -695,6 +729,7 @@ class Master:
         self._stopped = threading.Event()
         self._down: dict[tuple[str, int], str] = {}
         self._incarnations: dict[tuple[str, int], int] = {}
+        _MASTERS.add(self)
         self.session_gc_seconds = float(session_gc_seconds or 0.0)
         if self.session_gc_seconds < 0:
             raise ValueError(f"session_gc_seconds must be >= 0, got {session_gc_seconds}")
@@ -798,7 +833,7 @@ class Master:
                 futs = [(k, c, _partition_pool().submit(c.get_status,
                                                         timeout=HEALTH_CHECK_TIMEOUT))
                         for k, c in clients]
-            except RuntimeError:  # the interpreter is exiting: its pool is shut down
+            except RuntimeError:  # the pool was shut down (or no thread can start)
                 return
             for key, c, f in futs:
                 try:

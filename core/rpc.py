@@ -22,6 +22,7 @@ import functools
 import random
 import threading
 import time
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from . import dtypes as _dt
 from . import errors
 from . import shm as _shm
+from . import threads as _threads
 from .device_spec import DeviceSpec
 from .executor import DEAD, NodeStat
 from .proto import service_pb2 as pb
@@ -352,7 +354,10 @@ class ServiceHandler:
     def _answer(self, method: str, fn: Callable[[Any, list[Any]], Any], req: Any,
                 tensors: list[Any], same: bool = False) -> tuple[bytes, Sequence[Any]]:
         try:
-            return self._reply(fn(req, tensors), same)
+            # a handler always replies, even while the process exits (its caller may be
+            # this process's main thread): see flowrt.threads.park_if_exiting
+            with _threads.serving:
+                return self._reply(fn(req, tensors), same)
         except errors.OpError as e:
             return pack(status=e)
         except Exception as e:  # noqa: BLE001 - every failure becomes a reply
@@ -910,6 +915,29 @@ class MasterClient(_Client):
                   timeout=30.0)
 
 
+#: every live session on a remote master (for :func:`_close_running_sessions_at_exit`)
+_REMOTE_SESSIONS: "weakref.WeakSet[RemoteMasterSession]" = weakref.WeakSet()
+
+
+@_threads.at_exit
+def _close_running_sessions_at_exit(deadline: float) -> None:
+    """The process is exiting: close every remote session with a step still running.
+    Its master then cancels those steps on every task; left alone, a step blocked
+    there (a dequeue on a ps) would outlive this process and take the next element
+    anyone enqueues. Bounded by ``deadline``."""
+    for s in list(_REMOTE_SESSIONS):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if s.running:
+            try:
+                s.client.call("Master/CloseSession",
+                              pb.CloseSessionRequest(session_handle=s.handle), pb.Empty,
+                              timeout=left)
+            except errors.OpError:
+                pass  # the master is gone or slow: nothing more to do at exit
+
+
 class RemoteMasterSession:
     """A session on a remote master; sends the graph again when it has grown."""
 
@@ -917,6 +945,10 @@ class RemoteMasterSession:
         self.client, self.handle, self.graph = client, handle, graph
         self._sent = version
         self._lock = threading.Lock()
+        #: how many steps are running (the exit hook closes the session if any)
+        self.running = 0
+        self._running_lock = threading.Lock()  # not _lock: _sync holds it over a call
+        _REMOTE_SESSIONS.add(self)
 
     def _sync(self) -> int:
         v = self.graph.version
@@ -941,12 +973,26 @@ class RemoteMasterSession:
 
     def run_callable(self, cid: int, args: Sequence[Any], trace: bool = False,
                      timeout_ms: int = 0) -> tuple[list[Any], list[NodeStat] | None]:
+        # at exit (only daemon threads run then) a new step could block on another task
+        # after the exit hook closed the sessions: it is never started
+        _threads.park_if_exiting()
         v = self._sync()
         req = pb.RunCallableRequest(session_handle=self.handle, handle=cid, trace=trace,
                                     timeout_in_ms=timeout_ms or 0, graph_version=v)
         t0 = time.perf_counter()
-        resp, values = self.client.call("Master/RunCallable", req, pb.RunCallableResponse,
-                                        args)
+        with self._running_lock:
+            self.running += 1
+        try:
+            resp, values = self.client.call("Master/RunCallable", req,
+                                            pb.RunCallableResponse, args)
+        except BaseException:
+            # cancelled because the process is exiting: this daemon thread waits to be
+            # stopped rather than raise (and print) an error nobody can handle
+            _threads.park_if_exiting()
+            raise
+        finally:
+            with self._running_lock:
+                self.running -= 1
         stats = None
         if trace:
             t1 = time.perf_counter()

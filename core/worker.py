@@ -237,18 +237,27 @@ def _take_sent_to(r: Rendezvous, worker: "Worker", task: tuple[str, int]
 
 
 _PARTITION_POOL: list[Any] = []
+_PARTITION_POOL_LOCK = threading.Lock()
 
 
 def _partition_pool() -> Any:
-    """Threads that run the extra partitions of multi-device steps. A partition may
-    block on a _Recv, so each one needs a thread of its own: the pool is large."""
+    """Threads that run the extra partitions of multi-device steps, the parts of
+    multi-task steps and the calls to other tasks made beside them. A partition may
+    block on a _Recv, so each one needs a thread of its own: the pool is large.
+
+    Its threads are daemon threads (:class:`~flowrt.threads.DaemonPool`): one blocked
+    in a step (a dequeue on a ps) must not keep the process alive after its main thread
+    ended, as a ``ThreadPoolExecutor``'s would (they are joined at exit); and a
+    non-daemon thread still running steps after that must find the pool open."""
     if not _PARTITION_POOL:
-        from concurrent.futures import ThreadPoolExecutor
+        with _PARTITION_POOL_LOCK:
+            if not _PARTITION_POOL:
+                from .executor import _init_worker_thread
+                from .threads import DaemonPool
 
-        from .executor import _init_worker_thread
-
-        _PARTITION_POOL.append(ThreadPoolExecutor(256, thread_name_prefix="flowrt-partition",
-                                                  initializer=_init_worker_thread))
+                _PARTITION_POOL.append(DaemonPool(
+                    256, thread_name_prefix="flowrt-partition",
+                    initializer=_init_worker_thread))
     return _PARTITION_POOL[0]
 
 
@@ -474,12 +483,18 @@ class Worker:
             return self._run_partitions(reg, step_id, args, stats, rendezvous, timeout)
         step = StepContext(step_id, rendezvous, ex.session_state, self.runtime)
         if not ex.straight_line:  # only steps that can block need to be cancellable
-            active = self._active.setdefault(reg.session, set())
-            active.add(step)
+            # by its session (cleanup_session) and by its id (abort_step): a master
+            # cancels a step over several tasks by id, including the part of it that
+            # exchanges nothing with the others (a dequeue on the ps), which otherwise
+            # would wait on and take an element after its step was cancelled
+            self._track(reg.session, step_id, step)
             try:
+                err = self._aborted.get(step_id)
+                if err is not None:  # the abort came before the step did
+                    step.abort(err)
                 return ex.run(args, step, stats, timeout)
             finally:
-                active.discard(step)
+                self._untrack(reg.session, step_id, step)
         return ex.run(args, step, stats)
 
     # -- steps that exchange tensors with other tasks ---------------------------------

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import numpy as np
@@ -40,6 +39,7 @@ import numpy as np
 from flowrt import errors
 from flowrt.device import Device, DeviceType
 from flowrt.hookspecs import hookimpl
+from flowrt.threads import DaemonPool
 
 __all__ = ["CUDADevice", "flowrt_device_types", "gpu_device_type", "STAGING_CHUNK",
            "SMALL_COPY", "active_gpu"]
@@ -107,7 +107,7 @@ class _GPUState:
 
 _STATES: dict[int, _GPUState] = {}
 _STATES_LOCK = threading.Lock()
-_POOL: list[ThreadPoolExecutor] = []
+_POOL: list[DaemonPool] = []
 
 
 def _state(cp: Any, physical: int) -> _GPUState:
@@ -118,10 +118,12 @@ def _state(cp: Any, physical: int) -> _GPUState:
         return s
 
 
-def _copy_pool() -> ThreadPoolExecutor:
+def _copy_pool() -> DaemonPool:
+    # daemon threads: a copy still running after the main thread ended can use the pool
     with _STATES_LOCK:
         if not _POOL:
-            _POOL.append(ThreadPoolExecutor(_COPY_THREADS, thread_name_prefix="flowrt-h2d"))
+            _POOL.append(DaemonPool(_COPY_THREADS, thread_name_prefix="flowrt-h2d",
+                                    idle_timeout=None))
         return _POOL[0]
 
 
@@ -352,7 +354,7 @@ def _alloc(cp: Any, shape: Any, dtype: Any, where: str) -> Any:
             f"{np.dtype(dtype).name} on {where}: {e}") from None
 
 
-def _parallel_copy(pool: ThreadPoolExecutor, dst: np.ndarray, src: np.ndarray) -> None:
+def _parallel_copy(pool: DaemonPool, dst: np.ndarray, src: np.ndarray) -> None:
     n = src.size
     if n < (4 << 20):
         np.copyto(dst, src)
