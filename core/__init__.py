@@ -11,35 +11,41 @@ from __future__ import annotations
 import sys as _sys
 from typing import Any as _Any
 
-from . import dtypes, errors
-from ._namespace import install_namespaces as _install_namespaces
-from .device_spec import DeviceSpec
-from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, double,
-                     float16, float32, float64, half, int8, int16, int32, int64, qint8,
-                     qint16, qint32, quint8, quint16, resource, string, uint8, uint16,
-                     uint32, uint64, variant)
-from .graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
-                    add_to_collections, colocate_with, container, control_dependencies,
-                    convert_to_tensor, device, get_collection, get_collection_ref,
-                    get_default_graph, get_seed, is_tensor, name_scope,
-                    register_tensor_conversion_function, reset_default_graph,
-                    set_random_seed)
-from .gradients import NoGradient, NotDifferentiable, RegisterGradient, gradients, hessians
-from .hookspecs import hookimpl
-from .runtime import Runtime, default_runtime
-from .session import (InteractiveSession, Session, get_default_session)
-from .tensor_shape import Dimension, TensorShape, dimension_value
-from .variable_scope import (AUTO_REUSE, VariableScope, get_local_variable, get_variable,
-                             get_variable_scope, no_regularizer, variable_scope)
-from .variables import (Variable, all_variables, assert_variables_initialized,
-                        global_variables, global_variables_initializer,
-                        initialize_all_variables, initialize_local_variables,
-                        initialize_variables, is_variable_initialized, local_variables,
-                        local_variables_initializer, model_variables,
-                        report_uninitialized_variables, trainable_variables,
-                        variables_initializer)
+# old import paths (flowrt.graph ...) resolve to the layer packages' modules
+from . import _paths
 
-__version__ = "0.1.0"
+_paths.install(__name__)
+from .base import VERSION as _VERSION
+from .base import dtypes
+from .base import errors
+from .framework._namespace import install_namespaces as _install_namespaces
+from .base.device_spec import DeviceSpec
+from .base.dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, double,
+                          float16, float32, float64, half, int8, int16, int32, int64, qint8,
+                          qint16, qint32, quint8, quint16, resource, string, uint8, uint16,
+                          uint32, uint64, variant)
+from .framework.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
+                              add_to_collections, colocate_with, container, control_dependencies,
+                              convert_to_tensor, device, get_collection, get_collection_ref,
+                              get_default_graph, get_seed, is_tensor, name_scope,
+                              register_tensor_conversion_function, reset_default_graph,
+                              set_random_seed)
+from .framework.gradients import NoGradient, NotDifferentiable, RegisterGradient, gradients, hessians
+from .plugin.hookspecs import hookimpl
+from .plugin.runtime import Runtime, default_runtime
+from .framework.session import (InteractiveSession, Session, get_default_session)
+from .base.tensor_shape import Dimension, TensorShape, dimension_value
+from .training.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable, get_variable,
+                                      get_variable_scope, no_regularizer, variable_scope)
+from .training.variables import (Variable, all_variables, assert_variables_initialized,
+                                 global_variables, global_variables_initializer,
+                                 initialize_all_variables, initialize_local_variables,
+                                 initialize_variables, is_variable_initialized, local_variables,
+                                 local_variables_initializer, model_variables,
+                                 report_uninitialized_variables, trainable_variables,
+                                 variables_initializer)
+
+__version__ = _VERSION
 
 _PROTO_NAMES = {
     "ConfigProto": "config_pb2", "GPUOptions": "config_pb2", "GraphOptions": "config_pb2",
@@ -50,11 +56,11 @@ _PROTO_NAMES = {
     "NameAttrList": "attr_value_pb2", "MetaGraphDef": "meta_graph_pb2",
 }
 _LAZY_CORE = {
-    "import_graph_def": ("graph_def", "import_graph_def"),
-    "make_tensor_proto": ("graph_def", "make_tensor_proto"),
-    "make_ndarray": ("graph_def", "make_ndarray"),
-    "testing": ("testing", None),
-    "compat": ("compat", None),
+    "import_graph_def": ("framework.graph_def", "import_graph_def"),
+    "make_tensor_proto": ("framework.graph_def", "make_tensor_proto"),
+    "make_ndarray": ("framework.graph_def", "make_ndarray"),
+    "testing": ("tools.testing", None),
+    "compat": ("framework.compat", None),
 }
 
 __all__ = [
@@ -89,6 +95,7 @@ __all__ = [
 ]
 
 _namespaces = _install_namespaces(__name__, _sys.modules[__name__])
+_paths.register_loaded(__name__)
 
 
 def __getattr__(name: str) -> _Any:
@@ -136,7 +143,8 @@ def _submodules() -> frozenset[str]:
     if not _SUBMODULES:
         import pkgutil
 
-        _SUBMODULES.append(frozenset(m.name for m in pkgutil.iter_modules(__path__)))
+        _SUBMODULES.append(frozenset(m.name for m in pkgutil.iter_modules(__path__)) |
+                           frozenset(_paths.MOVED))
     return _SUBMODULES[0]
 
 

@@ -1,6 +1,6 @@
 """``python -m flowrt ...``: the ``flowrt`` command (see :mod:`flowrt.cli`)."""
 from __future__ import annotations
 
-from .cli import main
+from .tools.cli import main
 
 raise SystemExit(main())

@@ -157,7 +157,7 @@ def test_layout_matches_the_documentation(tmp_path):
 
 def test_no_pickle_in_the_checkpoint_code():
     banned = {"pickle", "cPickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle"}
-    for rel in ("core/checkpoint.py", "core/saver.py", "plugins/kernels/standard/io_ops.py"):
+    for rel in ("core/training/checkpoint.py", "core/training/saver.py", "plugins/kernels/standard/io_ops.py"):
         tree = ast.parse((ROOT / rel).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

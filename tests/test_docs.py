@@ -1,6 +1,6 @@
 """Meta-tests keeping the hooks, the plugin author's guide and the tests in step.
 
-- every hook declared in core/hookspecs.py has a heading in docs/plugins.md that is its
+- every hook declared in core/plugin/hookspecs.py has a heading in docs/plugins.md that is its
   exact signature, and is exercised by some test under tests/;
 - every Python example in docs/plugins.md runs as written;
 - the guide and flowrt.testing cover what the core defines (kernel kinds, PluginInfo
@@ -23,7 +23,7 @@ from flowrt.op_registry import KernelDef
 from flowrt.runtime import PluginInfo
 
 ROOT = Path(__file__).resolve().parent.parent
-HOOKSPECS = ROOT / "core" / "hookspecs.py"
+HOOKSPECS = ROOT / "core" / "plugin" / "hookspecs.py"
 GUIDE = ROOT / "docs" / "plugins.md"
 TESTS = ROOT / "tests"
 

@@ -63,7 +63,8 @@ import grpc.experimental  # noqa: F401  (makes grpc.experimental.ChannelOptions 
 import numpy as np
 
 from flowrt import errors
-from flowrt.transport import Channel, Handler, MessageTransport, ServerHandle, split_host_port
+from flowrt.distributed.message_transport import MessageTransport
+from flowrt.transport import Channel, Handler, ServerHandle, split_host_port
 
 __all__ = ["GrpcTransport", "GrpcChannel", "GrpcServer", "encode_frame", "decode_frame"]
 

@@ -77,7 +77,8 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from flowrt import errors
-from flowrt.transport import Channel, Handler, MessageTransport, ServerHandle, split_host_port
+from flowrt.distributed.message_transport import MessageTransport
+from flowrt.transport import Channel, Handler, ServerHandle, split_host_port
 
 __all__ = ["ZmqTransport"]
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from flowrt import dtypes as _dt
 from flowrt import errors
-from flowrt.graph import Operation, Tensor, _api, apply_op, get_default_graph
+from flowrt.graph import Operation, Tensor, api_function, apply_op, get_default_graph
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape
 
@@ -276,7 +276,7 @@ def while_loop_gradient(ctx: WhileContext, exit_grads: list[Any]) -> dict[Operat
     its exits (None: no gradient)."""
     if not ctx.back_prop:
         return {}
-    from flowrt.gradients import _backprop
+    from flowrt.gradients import backprop
 
     g = get_default_graph()
     fstate = _forward_state(ctx)
@@ -284,7 +284,7 @@ def while_loop_gradient(ctx: WhileContext, exit_grads: list[Any]) -> dict[Operat
     invariants = [(e, o) for e, o in ctx.invariant_of.items() if _trainable(e)]
     if not var_idx and not invariants:
         return {}
-    zeros_like = _api("zeros_like")
+    zeros_like = api_function("zeros_like")
     init_g = [exit_grads[j] if exit_grads[j] is not None else zeros_like(ctx.exits[j])
               for j in var_idx]
     init_acc = [zeros_like(o) for _, o in invariants]
@@ -301,7 +301,7 @@ def while_loop_gradient(ctx: WhileContext, exit_grads: list[Any]) -> dict[Operat
     def body(k: Tensor, *rest: Tensor) -> list[Tensor]:
         k1 = apply_op("Sub", x=k, y=np.ones((), np.int32))
         gs, accs = list(rest[:nv]), list(rest[nv:])
-        grads = _backprop(ys, gs, xs, [], level=ctx, boundary=structure)
+        grads = backprop(ys, gs, xs, [], level=ctx, boundary=structure)
         new_gs = [gr if gr is not None else zeros_like(gj)
                   for gr, gj in zip(grads[:nv], gs)]
         new_accs = [a if gr is None else apply_op("AddV2", x=a, y=gr)

@@ -1163,9 +1163,9 @@ def _shape_common(s1: Any, s2: Any) -> TensorShape:
 
 
 def _cast(x: Any, dtype: _dt.DType) -> Tensor:
-    from flowrt.graph import _api
+    from flowrt.graph import api_function
 
-    return _api("cast")(x, dtype)
+    return api_function("cast")(x, dtype)
 
 
 class QueueBase:
@@ -1212,10 +1212,10 @@ class QueueBase:
             for other in comp[1:]:
                 s = _shape_common(s, other)
             reduced.append(s)
-        from flowrt.graph import _api
+        from flowrt.graph import api_function
 
-        refs = _api("stack")([q.queue_ref for q in queues])
-        selected = _api("gather")(refs, index)
+        refs = api_function("stack")([q.queue_ref for q in queues])
+        selected = api_function("gather")(refs, index)
         return QueueBase(dtypes=dtypes, shapes=reduced, names=names, queue_ref=selected)
 
     @property

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from flowrt import dtypes as _dt
-from flowrt.graph import Tensor, _api, convert_to_tensor, name_scope
+from flowrt.graph import Tensor, api_function, convert_to_tensor, name_scope
 from flowrt.tensor_shape import Dimension, TensorShape
 
 from ._common import ks
@@ -35,7 +35,7 @@ def _elements(elems: Any) -> tuple[list[Tensor], Any]:
                              f"scalars: {e}")
     n = flat[0].shape[0].value if flat[0].shape.ndims else None
     if n is None:
-        n = _api("shape")(flat[0])[0]
+        n = api_function("shape")(flat[0])[0]
     return flat, n
 
 

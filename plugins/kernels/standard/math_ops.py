@@ -393,9 +393,9 @@ def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
 
 
 def _zeros_like(x: Tensor) -> Tensor:
-    from flowrt.graph import _api
+    from flowrt.graph import api_function
 
-    return _api("zeros_like")(x)  # a Const for static shapes, as TF builds it
+    return api_function("zeros_like")(x)  # a Const for static shapes, as TF builds it
 
 
 @ks.api("real", "math.real")

@@ -45,7 +45,7 @@ from flowrt import errors
 from flowrt.coordinator import QueueRunner
 from flowrt.graph import (GraphKeys, Tensor, colocate_with, control_dependencies, device,
                           name_scope)
-from flowrt.monitored_session import SessionRunHook, _ready
+from flowrt.monitored_session import SessionRunHook, check_ready
 from flowrt.variables import Variable, global_variables, report_uninitialized_variables
 
 from ._common import ks
@@ -57,7 +57,7 @@ __all__ = ["SyncReplicasOptimizer"]
 _log = logging.getLogger("flowrt")
 
 
-def _api(name: str) -> Any:
+def api_function(name: str) -> Any:
     from flowrt.runtime import default_runtime
 
     return default_runtime().api[name]
@@ -113,15 +113,15 @@ class SyncReplicasOptimizer(Optimizer):
         if global_step is None:
             raise ValueError("Global step is required to check staleness")
         self._global_step = global_step
-        group = _api("group")
-        assign = _api("assign")
-        fill = _api("fill")
+        group = api_function("group")
+        assign = api_function("assign")
+        fill = api_function("fill")
         train_ops = []
         aggregated_grad: list[Any] = []
         var_list = []
         # the local step lives on this worker (a device setter would send a variable to
         # a parameter server): colocated with an op placed by the current device scope
-        local_anchor = _api("no_op")()
+        local_anchor = api_function("no_op")()
         with colocate_with(local_anchor):
             self._local_step = Variable(0, trainable=False,
                                         collections=[GraphKeys.LOCAL_VARIABLES],
@@ -168,7 +168,7 @@ class SyncReplicasOptimizer(Optimizer):
                     (self._local_step,), name="return_sync_token")
                 # the chief's watchdog: what it reads, and the op adding lost tokens
                 self._token_queue_size = self._sync_token_queue.size()
-                self._missing_tokens = _api("placeholder")(_dt.int32, [],
+                self._missing_tokens = api_function("placeholder")(_dt.int32, [],
                                                            name="missing_sync_tokens")
                 self._add_tokens_op = self._sync_token_queue.enqueue_many(
                     (fill([self._missing_tokens], global_step),), name="add_sync_tokens")
@@ -212,9 +212,9 @@ class SyncReplicasOptimizer(Optimizer):
                              f"(given) vs {tokens_needed} (needed)")
         with device(self._global_step.device), name_scope(""):
             if num_tokens > 0:
-                tokens = _api("fill")([num_tokens], self._global_step)
+                tokens = api_function("fill")([num_tokens], self._global_step)
                 return self._sync_token_queue.enqueue_many((tokens,))
-            return _api("no_op")(name="no_init_tokens")
+            return api_function("no_op")(name="no_init_tokens")
 
     def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> SessionRunHook:
         """The hook that sets up a worker's session (and the chief's queue runner)."""
@@ -244,7 +244,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._init_tokens_op = None
 
     def after_create_session(self, session: Any, coord: Any) -> None:
-        ok, msg = _ready(self._ready_for_local_init_op, session,
+        ok, msg = check_ready(self._ready_for_local_init_op, session,
                          "Model is not ready for SyncReplicasOptimizer local init.")
         if not ok:
             raise RuntimeError("Init operations did not make model ready for "

@@ -20,7 +20,7 @@ import numpy as np
 
 from flowrt import dtypes as _dt
 from flowrt import errors
-from flowrt.graph import Tensor, _api, apply_op, convert_to_tensor, name_scope
+from flowrt.graph import Tensor, api_function, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
@@ -535,7 +535,7 @@ class TensorArray:
     # -- ops --
     def identity(self) -> "TensorArray":
         """This array with an Identity of its flow (to anchor control dependencies)."""
-        return self._with_flow(_api("identity")(self._flow))
+        return self._with_flow(api_function("identity")(self._flow))
 
     def grad(self, source: str, flow: Any = None, name: str | None = None) -> "TensorArray":
         """The gradient array of this array for the gradient source ``source``."""
@@ -571,7 +571,7 @@ class TensorArray:
     def stack(self, name: str | None = None) -> Tensor:
         """All elements stacked along a new axis 0."""
         with name_scope(name, "TensorArrayStack", [self._handle]):
-            return self.gather(_api("range")(0, self.size()), name=None)
+            return self.gather(api_function("range")(0, self.size()), name=None)
 
     def gather(self, indices: Any, name: str | None = None) -> Tensor:
         """The elements at ``indices`` stacked along a new axis 0."""
@@ -595,8 +595,8 @@ class TensorArray:
         with name_scope(name, "TensorArrayUnstack", [self._handle, value]):
             value = convert_to_tensor(value, preferred_dtype=self._dtype, name="value") \
                 if not isinstance(value, Tensor) else value
-            n = _api("shape")(value)
-            indices = _api("range")(0, _api("strided_slice")(n, [0], [1], [1],
+            n = api_function("shape")(value)
+            indices = api_function("range")(0, api_function("strided_slice")(n, [0], [1], [1],
                                                                shrink_axis_mask=1))
             return self.scatter(indices, value, name=None)
 
@@ -618,7 +618,7 @@ class TensorArray:
             value = convert_to_tensor(value, preferred_dtype=self._dtype, name="value") \
                 if not isinstance(value, Tensor) else value
             lengths_64 = convert_to_tensor(lengths, dtype=_dt.int64) \
-                if not isinstance(lengths, Tensor) else _api("cast")(lengths, _dt.int64)
+                if not isinstance(lengths, Tensor) else api_function("cast")(lengths, _dt.int64)
             clengths = constant_value(lengths_64)
             if value.shape.ndims and clengths is not None and clengths.size and \
                     (clengths == clengths.reshape(-1)[0]).all():
@@ -673,11 +673,11 @@ def _read_grad(op: Any, grad: Tensor) -> list[Any]:
 @ks.gradient("TensorArrayWriteV3")
 def _write_grad(op: Any, flow: Tensor) -> list[Any]:
     index = op.inputs[1]
-    flow_out = _api("identity")(op.outputs[0], name="flow_out")
+    flow_out = api_function("identity")(op.outputs[0], name="flow_out")
     from flowrt.graph import get_default_graph
 
     with get_default_graph().control_dependencies([flow_out]):
-        flow = _api("identity")(flow, name="write_barrier")
+        flow = api_function("identity")(flow, name="write_barrier")
     g = _forward(op, op.node_attrs["T"], flow).grad(_grad_source(flow), flow=flow)
     return [None, None, g.read(index), flow]
 
@@ -692,11 +692,11 @@ def _gather_grad(op: Any, grad: Tensor) -> list[Any]:
 @ks.gradient("TensorArrayScatterV3")
 def _scatter_grad(op: Any, flow: Tensor) -> list[Any]:
     indices = op.inputs[1]
-    flow_out = _api("identity")(op.outputs[0], name="flow_out")
+    flow_out = api_function("identity")(op.outputs[0], name="flow_out")
     from flowrt.graph import get_default_graph
 
     with get_default_graph().control_dependencies([flow_out]):
-        flow = _api("identity")(flow, name="write_barrier")
+        flow = api_function("identity")(flow, name="write_barrier")
     g = _forward(op, op.node_attrs["T"], flow).grad(_grad_source(flow), flow=flow)
     return [None, None, g.gather(indices), flow]
 
@@ -711,10 +711,10 @@ def _concat_grad(op: Any, grad: Tensor, unused_lengths_grad: Any = None) -> list
 
 @ks.gradient("TensorArraySplitV3")
 def _split_grad(op: Any, flow: Tensor) -> list[Any]:
-    flow_out = _api("identity")(op.outputs[0], name="flow_out")
+    flow_out = api_function("identity")(op.outputs[0], name="flow_out")
     from flowrt.graph import get_default_graph
 
     with get_default_graph().control_dependencies([flow_out]):
-        flow = _api("identity")(flow, name="write_barrier")
+        flow = api_function("identity")(flow, name="write_barrier")
     g = _forward(op, op.node_attrs["T"], flow).grad(_grad_source(flow), flow=flow)
     return [None, g.concat(), None, flow]

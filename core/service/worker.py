@@ -1,0 +1,799 @@
+"""The worker service: devices, resource managers, registered graphs, run graph.
+
+A worker owns the devices of one task. The master registers each partition of a step
+once per step signature (``register_graph``) and then runs it with one small call per
+step (``run_graph``). In-process, the master calls these methods directly; across
+processes, a transport plugin serves them.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from ..base import errors
+from ..base.device_spec import DeviceSpec
+from ..engine.executor import DEAD, Executor, NodeStat, SessionState, StepContext
+from ..engine.ir import GraphIR
+from ..engine.rendezvous import Rendezvous, RendezvousMgr, make_key
+
+__all__ = ["Worker"]
+
+#: how long a remote receive may wait for its tensor when the step has no deadline
+RECV_TIMEOUT = 3600.0
+
+
+class _Registered:
+    """A registered graph: one executor per device partition."""
+
+    __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
+                 "positions", "transfers", "quick", "light", "together", "expect", "slow",
+                 "recv_keys", "recvs_only")
+
+    def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
+                 n_fetches: int, pull_together: Sequence[str] = (),
+                 task_of: Callable[[str], tuple[str, int] | None] = lambda d: None):
+        self.handle, self.session = handle, session
+        self.parts = parts
+        self.n_fetches = n_fetches
+        self.executor = parts[0][0] if len(parts) == 1 else None
+        self.straight_line = all(ex.straight_line for ex, _ in parts)
+        self.positions = sorted(p for _, ps in parts for p in ps)
+        # does it exchange tensors (with other devices or tasks)?
+        self.transfers = any(c.node.type in ("_Send", "_Recv")
+                             for ex, _ in parts for c in ex.nodes)
+        # no expensive kernel: a step of it takes little time once its inputs are there
+        self.light = not any(c.expensive for ex, _ in parts for c in ex.nodes)
+        # it runs straight through, never waiting for another step or task
+        self.quick = self.light and self.executor is not None and self.straight_line
+        self.slow = 0  # steps answered at once that took long (see Worker.not_quick)
+        # the rendezvous keys of its receives, and whether they are the only kernels
+        # that may wait: with all of those values there, a step runs straight through
+        self.recv_keys = tuple(
+            make_key(str(c.node.node_attrs["send_device"]),
+                     int(c.node.node_attrs["send_device_incarnation"]),
+                     str(c.node.node_attrs["recv_device"]),
+                     str(c.node.node_attrs["tensor_name"]))
+            for ex, _ in parts for c in ex.nodes if c.node.type == "_Recv")
+        self.recvs_only = self.light and self.executor is not None and all(
+            c.kind != "async" or c.node.type == "_Recv" for c in self.executor.nodes)
+        # per sending device: the keys of the receives pulled together (see
+        # _WorkerRendezvous)
+        names = set(pull_together)
+        together: dict[str, set[str]] = {}
+        for ex, _ in parts:
+            for c in ex.nodes:
+                if c.node.type == "_Recv" and c.node.name in names:
+                    a = c.node.node_attrs
+                    key = make_key(str(a["send_device"]), int(a["send_device_incarnation"]),
+                                   str(a["recv_device"]), str(a["tensor_name"]))
+                    together.setdefault(str(a["send_device"]), set()).add(key)
+        self.together = {d: frozenset(k) for d, k in together.items()}
+        #: per sending task, how many keys it sends together
+        self.expect: dict[tuple[str, int], int] = {}
+        for dev, keys in self.together.items():
+            t = task_of(dev)
+            if t is not None:
+                self.expect[t] = self.expect.get(t, 0) + len(keys)
+
+
+class _HostSource:
+    """Where a tensor pulled from another task comes from: host memory."""
+
+    device_type = "CPU"
+    name = "host"
+
+    @staticmethod
+    def to_host(value: Any) -> Any:
+        return value
+
+
+_HOST = _HostSource()
+
+
+def _live(item: Any) -> bool:
+    """A rendezvous entry ``(value, source device)`` that is not a dead tensor."""
+    return item[0] is not DEAD
+
+
+class _WorkerRendezvous:
+    """A step's rendezvous on a worker of a cluster: sends stay local (the receiving
+    task pulls them); a receive whose sender is on another task pulls the tensor from
+    that task's worker. Receives from one task are batched: the first one of a burst
+    schedules a pull on the pool, the keys that arrive before it runs join it, and one
+    ``recv_tensors`` call fetches whatever of them is ready (at least one); the rest are
+    asked for again. A pull in flight never holds keys that arrived after it started,
+    so a tensor sent only once another was received still arrives. Tensors from a task
+    in ``pushed`` come with that task's RunGraph reply (the master puts them in the
+    local rendezvous): they are waited for locally. Aborting the step fails the pulls
+    still waiting at once (their late answers are dropped), so a silent sender cannot
+    hold the step."""
+
+    __slots__ = ("worker", "step_id", "local", "timeout", "pushed", "_pending", "_error",
+                 "_lock", "_batches", "_seq", "expect")
+
+    def __init__(self, worker: "Worker", step_id: int, local: Rendezvous,
+                 timeout: float | None, pushed: frozenset[tuple[str, int]] = frozenset(),
+                 expect: dict[tuple[str, int], int] | None = None):
+        self.worker, self.step_id, self.local = worker, step_id, local
+        self.timeout = timeout
+        self.pushed = pushed
+        #: tasks whose tensors are pulled together: how many receives to gather first
+        self.expect = expect or {}
+        self._pending: dict[int, Any] = {}
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        # per sending task: [keys waiting for a pull, whether a pull is scheduled,
+        # receives seen so far]
+        self._batches: dict[tuple[str, int], list[Any]] = {}
+        self._seq = itertools.count()
+
+    def send(self, key: str, value: Any) -> None:
+        self.local.send(key, value)
+
+    def recv_async(self, key: str, callback: Any) -> None:
+        w = self.worker
+        task = w._task_of(key.partition(";")[0])
+        if task is None or task == (w.job, w.task) or task in self.pushed:
+            self.local.recv_async(key, callback)
+            return
+        with self._lock:
+            err = self._error
+            if err is None:
+                token = next(self._seq)
+                self._pending[token] = callback
+                b = self._batches.get(task)
+                if b is None:
+                    b = self._batches[task] = [[], False, 0]
+                b[0].append((key, token))
+                b[2] += 1
+                want = self.expect.get(task)
+                # a task pulled together: one call, once every receive from it asked
+                start = not b[1] and (want is None or b[2] >= want)
+                b[1] = b[1] or start
+        if err is not None:
+            callback(None, err)
+        elif start:
+            _partition_pool().submit(self._pull, task)
+
+    def _finish(self, token: int, item: Any, error: BaseException | None) -> None:
+        with self._lock:
+            cb = self._pending.pop(token, None)
+        if cb is not None:  # else the step was aborted and the callback fired
+            cb(item, error)
+
+    def _pull(self, task: tuple[str, int]) -> None:
+        """Pull the keys waiting on ``task`` (and re-ask for those not ready yet)."""
+        w = self.worker
+        with self._lock:
+            b = self._batches[task]
+            batch, b[0], b[1] = b[0], [], False
+        client = None
+        together = task in self.expect
+        while batch:
+            try:
+                client = client or w.resolver(*task)
+                got = client.recv_tensors(self.step_id, [k for k, _ in batch],
+                                          self.timeout or RECV_TIMEOUT, together)
+            except Exception as e:  # noqa: BLE001 - every failure is the step's
+                err = self._pull_error(e, task, client, batch[0][0])
+                for _, token in batch:
+                    self._finish(token, None, err)
+                return
+            done = set()
+            for i, value in got:
+                if i not in done:
+                    done.add(i)
+                    self._finish(batch[i][1], (value, _HOST), None)
+            rest = [kt for i, kt in enumerate(batch) if i not in done]
+            with self._lock:
+                if self._error is not None:
+                    return  # aborted: every waiting callback has fired
+                b = self._batches[task]
+                if rest and b[1]:  # a pull is scheduled and has not started: it takes them
+                    b[0][:0] = rest
+                    rest = []
+            batch = rest
+
+    @staticmethod
+    def _pull_error(e: BaseException, task: tuple[str, int], client: Any,
+                    key: str) -> BaseException:
+        where = f"/job:{task[0]}/replica:0/task:{task[1]}"
+        if isinstance(e, (errors.UnavailableError, errors.DeadlineExceededError)):
+            # the sending task is gone or silent: say which one
+            target = getattr(client, "target", "")
+            return type(e)(None, None, f"task {where}" + (f" at {target}" if target else "")
+                           + f": {e.message}")
+        if isinstance(e, errors.OpError):
+            return e
+        return errors.UnavailableError(None, None, f"receiving {key} from {where} failed: "
+                                       f"{type(e).__name__}: {e}")
+
+    def abort(self, error: BaseException) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            pending, self._pending = list(self._pending.values()), {}
+        self.local.abort(error)
+        for cb in pending:
+            cb(None, error)
+
+
+def _withdraw(r: Rendezvous, keys: Sequence[str], callbacks: Sequence[Any]) -> set[int]:
+    """Take back the receive callbacks still waiting in ``r`` (so that later sends stay
+    in the mailbox); returns the indices of those a send (or an abort) already took."""
+    return {i for i, (k, cb) in enumerate(zip(keys, callbacks)) if not r.withdraw(k, cb)}
+
+
+def _take_sent_to(r: Rendezvous, worker: "Worker", task: tuple[str, int]
+                  ) -> list[tuple[str, Any]]:
+    """Remove from ``r`` every tensor sent to a device of ``task``:
+    ``[(key, host value or DEAD)]``."""
+    taken = r.take_values(lambda k: worker._task_of(k.split(";", 3)[2]) == task)
+    return [(key, value if value is DEAD else src.to_host(value))
+            for key, (value, src) in taken]
+
+
+_PARTITION_POOL: list[Any] = []
+_PARTITION_POOL_LOCK = threading.Lock()
+
+
+def _partition_pool() -> Any:
+    """Threads that run the extra partitions of multi-device steps, the parts of
+    multi-task steps and the calls to other tasks made beside them. A partition may
+    block on a _Recv, so each one needs a thread of its own: the pool is large.
+
+    Its threads are daemon threads (:class:`~flowrt.threads.DaemonPool`): one blocked
+    in a step (a dequeue on a ps) must not keep the process alive after its main thread
+    ended, as a ``ThreadPoolExecutor``'s would (they are joined at exit); and a
+    non-daemon thread still running steps after that must find the pool open."""
+    if not _PARTITION_POOL:
+        with _PARTITION_POOL_LOCK:
+            if not _PARTITION_POOL:
+                from ..engine.executor import _init_worker_thread
+                from ..base.threads import DaemonPool
+
+                _PARTITION_POOL.append(DaemonPool(
+                    256, thread_name_prefix="flowrt-partition",
+                    initializer=_init_worker_thread))
+    return _PARTITION_POOL[0]
+
+
+class Worker:
+    """One task's worker.
+
+    :param runtime: the runtime whose device types and kernels are used
+    :param job: this task's job name (``localhost`` for an in-process session)
+    :param task: this task's index
+    :param config: a ``ConfigProto`` (``device_count``, GPU options) used to discover
+        devices
+    :param resolver: in a cluster, ``resolver(job, task)`` gives the worker service
+        (a client) of another task; tensors sent from there are pulled through it
+    """
+
+    def __init__(self, runtime: Any, job: str = "localhost", task: int = 0,
+                 config: Any = None,
+                 resolver: Callable[[str, int], Any] | None = None):
+        self.runtime = runtime
+        self.job = job
+        self.task = task
+        self.config = config
+        self.resolver = resolver
+        #: changes whenever the task restarts: masters compare it to notice
+        self.incarnation = random.getrandbits(63) or 1
+        self.rendezvous_mgr = RendezvousMgr()
+        self._running_steps: dict[int, int] = {}
+        self._step_ctx: dict[int, set[StepContext]] = {}
+        self._task_cache: dict[str, tuple[str, int] | None] = {}
+        self._on_shutdown: Callable[[str], None] | None = None
+        self._aborted: dict[int, BaseException] = {}
+        self._lock = threading.Lock()
+        self._graphs: dict[str, _Registered] = {}
+        self._sessions: dict[str, SessionState] = {}
+        self._active: dict[str, set[StepContext]] = {}
+        self._ids = itertools.count(1)
+        self._devices: list[Any] | None = None
+
+    # -- devices ----------------------------------------------------------------------
+    @property
+    def devices(self) -> list[Any]:
+        """Every device of this task, discovered once from the config."""
+        if self._devices is None:
+            with self._lock:
+                if self._devices is None:
+                    found: list[Any] = []
+                    for dt in self.runtime.device_types.values():
+                        try:
+                            found.extend(dt.discover(self.config, self.job, self.task))
+                        except Exception as e:  # discovery must not take the worker down
+                            dt.unavailable_reason = f"{type(e).__name__}: {e}"
+                    if not found:
+                        raise errors.UnavailableError(
+                            None, None, "no devices were found: every device plugin failed "
+                            "or was blocked (see `flowrt plugins`)")
+                    self._devices = found
+        return self._devices
+
+    def device(self, name: str) -> Any:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise errors.NotFoundError(None, None, f"device {name} is not on worker "
+                                   f"/job:{self.job}/task:{self.task}; it has "
+                                   f"{[d.name for d in self.devices]}")
+
+    def get_status(self) -> list[tuple[str, str, int]]:
+        """``[(device name, device type, incarnation)]``."""
+        return [(d.name, d.device_type, d.incarnation) for d in self.devices]
+
+    # -- graphs -----------------------------------------------------------------------
+    def session_state(self, session_handle: str) -> SessionState:
+        st = self._sessions.get(session_handle)
+        if st is None:
+            with self._lock:
+                st = self._sessions.setdefault(session_handle, SessionState(session_handle))
+        return st
+
+    def register_graph(self, session_handle: str, ir: GraphIR,
+                       fetches: Sequence[tuple[str, int]], inter_op_threads: int = 0,
+                       pull_together: Sequence[str] = ()) -> str:
+        """Compile a partition; returns its handle for :meth:`run_graph`.
+        ``pull_together`` names the ``_Recv`` nodes whose tensors, per sending task,
+        are pulled in one call that waits for all of them (the master checked that
+        none of them depends on this task receiving another)."""
+        by_name = {d.name: d for d in self.devices}
+
+        def device_of(node: Any) -> Any:
+            d = by_name.get(node.assigned_device or "")
+            if d is None:
+                raise errors.InvalidArgumentError(
+                    None, node.source_op, f"node {node.name} is assigned to "
+                    f"{node.assigned_device}, which is not a device of this worker "
+                    f"(/job:{self.job}/task:{self.task})")
+            return d
+
+        self._forget_transfers(session_handle, ir)
+        ex = Executor(ir, fetches, device_of, self.runtime, self.session_state(session_handle),
+                      inter_op_threads)
+        handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
+        with self._lock:
+            self._graphs[handle] = _Registered(handle, session_handle,
+                                               [(ex, list(range(len(fetches))))], len(fetches),
+                                               pull_together, self._task_of)
+        return handle
+
+    def register_partitions(self, session_handle: str, parts: Sequence[Any], n_fetches: int,
+                            inter_op_threads: int = 0, pull_together: Sequence[str] = ()
+                            ) -> str:
+        """Compile the per-device partitions of one step (``flowrt.partition.Partition``
+        objects); :meth:`run_graph` then runs them together (``pull_together``: see
+        :meth:`register_graph`)."""
+        if len(parts) == 1 and parts[0].fetch_positions == list(range(n_fetches)):
+            return self.register_graph(session_handle, parts[0].ir, parts[0].fetches,
+                                       inter_op_threads, pull_together)
+        by_name = {d.name: d for d in self.devices}
+        compiled = []
+        for p in parts:
+            dev = by_name.get(p.device.name)
+            if dev is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"partition for {p.device.name} sent to worker "
+                    f"/job:{self.job}/task:{self.task}, which has no such device")
+            self._forget_transfers(session_handle, p.ir)
+            ex = Executor(p.ir, p.fetches, lambda node, dev=dev: dev, self.runtime,
+                          self.session_state(session_handle), inter_op_threads)
+            compiled.append((ex, list(p.fetch_positions)))
+        # the partition holding the most work runs on the caller's thread
+        compiled.sort(key=lambda c: -len(c[0].nodes))
+        handle = f"g{next(self._ids)}_{self.incarnation & 0xffffffff:08x}"
+        with self._lock:
+            self._graphs[handle] = _Registered(handle, session_handle, compiled, n_fetches,
+                                               pull_together, self._task_of)
+        return handle
+
+    def _forget_transfers(self, session_handle: str, ir: GraphIR) -> None:
+        """Drop the session's cached _Send/_Recv kernels named as ``ir``'s: the session
+        keeps stateful kernels by node name, but a transfer's rendezvous key depends on
+        its attributes (the sending device's incarnation changes when a task restarts),
+        so a re-registered partition must build its own."""
+        st = self._sessions.get(session_handle)
+        if st is None:
+            return
+        with st.lock:
+            for key in [k for k in st.stateful_kernels
+                        if k[0] in ir.nodes and ir.nodes[k[0]].type in ("_Send", "_Recv")]:
+                del st.stateful_kernels[key]
+
+    def runs_without_blocking(self, graph_handle: str, step_id: int | None = None,
+                              pushed_keys: Sequence[str] = ()) -> bool:
+        """Whether a step of this registered graph runs straight through, briefly:
+        one device, no expensive kernel, and no asynchronous one (no blocking queue op),
+        except receives whose values are already here: pushed with the request
+        (``pushed_keys``) or sent earlier in step ``step_id`` (by the first stage of a
+        staged step). A server may run such steps on its I/O thread."""
+        reg = self._graphs.get(graph_handle)
+        if reg is None:
+            return False
+        if reg.quick:
+            return True
+        if step_id is None or not reg.recvs_only or reg.slow >= 2:
+            return False
+        if pushed_keys:
+            pushed = set(pushed_keys)
+            rest = [k for k in reg.recv_keys if k not in pushed]
+        else:
+            rest = list(reg.recv_keys)
+        if not rest:
+            return True
+        r = self.rendezvous_mgr.get(step_id)
+        return r is not None and r.holds(rest)
+
+    def not_quick(self, graph_handle: str) -> None:
+        """A step of a registered graph that runs straight through took long; the
+        second time, stop treating it as brief (its tensors are large)."""
+        reg = self._graphs.get(graph_handle)
+        if reg is not None:
+            reg.slow += 1
+            if reg.slow >= 2:
+                reg.quick = False
+
+    def is_light(self, graph_handle: str) -> bool:
+        """Whether the registered graph has no expensive kernel (it may still wait for
+        its inputs)."""
+        reg = self._graphs.get(graph_handle)
+        return reg is not None and reg.light
+
+    def fetch_positions(self, graph_handle: str) -> list[int]:
+        """The step-wide fetch positions a registered graph produces."""
+        reg = self._graphs.get(graph_handle)
+        return list(reg.positions) if reg is not None else []
+
+    def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
+                  stats: list[NodeStat] | None = None, rendezvous: Any = None,
+                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
+                  pushed: list[tuple[str, Any]] | None = None,
+                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
+                  pushed_in: Sequence[tuple[str, Any]] = (),
+                  pushed_in_from: tuple[str, int] | None = None) -> list[Any]:
+        """Run a registered partition for one step.
+
+        In a cluster, ``push_to`` (a task) makes the tensors this step sent to that task
+        leave with the result: they are appended to ``pushed`` as ``(key, value)``
+        instead of waiting to be pulled. ``pushed_from`` names the tasks whose tensors
+        for this step will be pushed to this worker (:meth:`accept_pushed`): its
+        receives from them wait locally. ``pushed_in`` are such tensors, ``(key,
+        value)`` pairs task ``pushed_in_from`` sent in this step, given with the call
+        (the second stage of a staged step)."""
+        reg = self._graphs.get(graph_handle)
+        if reg is None:
+            raise errors.AbortedError(None, None, f"graph handle {graph_handle} is not "
+                                      f"registered on /job:{self.job}/replica:0/task:"
+                                      f"{self.task} (was the worker restarted?)")
+        if pushed_in_from is not None:
+            self.accept_pushed(step_id, pushed_in)
+            pushed_from = pushed_from | {pushed_in_from}
+        if rendezvous is None and self.resolver is not None and reg.transfers:
+            return self._run_in_cluster(reg, step_id, args, stats, timeout,
+                                        push_to if pushed is not None else None, pushed,
+                                        pushed_from)
+        ex = reg.executor
+        if ex is None:
+            return self._run_partitions(reg, step_id, args, stats, rendezvous, timeout)
+        step = StepContext(step_id, rendezvous, ex.session_state, self.runtime)
+        if not ex.straight_line:  # only steps that can block need to be cancellable
+            # by its session (cleanup_session) and by its id (abort_step): a master
+            # cancels a step over several tasks by id, including the part of it that
+            # exchanges nothing with the others (a dequeue on the ps), which otherwise
+            # would wait on and take an element after its step was cancelled
+            self._track(reg.session, step_id, step)
+            try:
+                err = self._aborted.get(step_id)
+                if err is not None:  # the abort came before the step did
+                    step.abort(err)
+                return ex.run(args, step, stats, timeout)
+            finally:
+                self._untrack(reg.session, step_id, step)
+        return ex.run(args, step, stats)
+
+    # -- steps that exchange tensors with other tasks ---------------------------------
+    def _task_of(self, device_name: str) -> tuple[str, int] | None:
+        t = self._task_cache.get(device_name, False)
+        if t is False:
+            try:
+                sp = DeviceSpec.from_string(device_name)
+                t = (sp.job, int(sp.task)) if sp.job is not None and sp.task is not None \
+                    else None
+            except (ValueError, TypeError):
+                t = None
+            if len(self._task_cache) > 10000:
+                self._task_cache.clear()
+            self._task_cache[device_name] = t
+        return t  # type: ignore[return-value]
+
+    def _step_rendezvous(self, step_id: int) -> Rendezvous:
+        err = self._aborted.get(step_id)
+        if err is not None:
+            raise err
+        return self.rendezvous_mgr.find_or_create(step_id)
+
+    def _release_step(self, step_id: int) -> None:
+        """Forget a step's rendezvous once this task ran its part and every tensor it
+        sent was pulled."""
+        with self._lock:
+            if self._running_steps.get(step_id):
+                return
+            self.rendezvous_mgr.pop_if_empty(step_id)
+
+    def _run_in_cluster(self, reg: _Registered, step_id: int, args: Sequence[Any],
+                        stats: list[NodeStat] | None, timeout: float | None,
+                        push_to: tuple[str, int] | None = None,
+                        pushed: list[tuple[str, Any]] | None = None,
+                        pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
+        local = self._step_rendezvous(step_id)
+        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from, reg.expect)
+        with self._lock:
+            self._running_steps[step_id] = self._running_steps.get(step_id, 0) + 1
+        try:
+            if reg.executor is None:
+                out = self._run_partitions(reg, step_id, args, stats, rdv, timeout)
+            else:
+                ex = reg.executor
+                step = StepContext(step_id, rdv, ex.session_state, self.runtime)
+                step.on_abort(rdv.abort)
+                self._track(reg.session, step_id, step)
+                ready = (stats is None and ex.can_run_ready and
+                         self._recvs_ready(reg, local, pushed_from))
+                try:
+                    vals = ex.run(args, step, stats, timeout, recvs_ready=ready)
+                finally:
+                    self._untrack(reg.session, step_id, step)
+                positions = reg.parts[0][1]
+                if len(positions) == reg.n_fetches and positions == reg.positions:
+                    out = vals
+                else:
+                    out = [None] * reg.n_fetches
+                    for pos, v in zip(positions, vals):
+                        out[pos] = v
+            if push_to is not None and pushed is not None:
+                pushed.extend(_take_sent_to(local, self, push_to))
+            return out
+        finally:
+            with self._lock:
+                n = self._running_steps.get(step_id, 1) - 1
+                if n > 0:
+                    self._running_steps[step_id] = n
+                else:
+                    self._running_steps.pop(step_id, None)
+            self._release_step(step_id)
+
+    def _recvs_ready(self, reg: "_Registered", local: Rendezvous,
+                     pushed_from: frozenset[tuple[str, int]]) -> bool:
+        """Whether every tensor ``reg`` receives in this step is already in the step's
+        local rendezvous, none of them dead, each from this task or a task that pushes
+        to it (so that receiving it takes it from there): the partition can then run
+        straight through."""
+        own = (self.job, self.task)
+        for key in reg.recv_keys:
+            task = self._task_of(key.partition(";")[0])
+            if task is not None and task != own and task not in pushed_from:
+                return False
+        return local.holds(reg.recv_keys, _live)
+
+    def _track(self, session: str, step_id: int, step: StepContext) -> None:
+        self._active.setdefault(session, set()).add(step)
+        with self._lock:
+            self._step_ctx.setdefault(step_id, set()).add(step)
+
+    def _untrack(self, session: str, step_id: int, step: StepContext) -> None:
+        self._active.get(session, set()).discard(step)
+        with self._lock:
+            s = self._step_ctx.get(step_id)
+            if s is not None:
+                s.discard(step)
+                if not s:
+                    del self._step_ctx[step_id]
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+        """The tensor this task sent under ``key`` in step ``step_id`` (waits for the
+        send); host memory, or DEAD."""
+        r = self._step_rendezvous(step_id)
+        ev = threading.Event()
+        box: list[Any] = []
+
+        def arrived(item: Any, err: BaseException | None) -> None:
+            box.append((item, err))
+            ev.set()
+
+        r.recv_async(key, arrived)
+        if not ev.wait(RECV_TIMEOUT if timeout is None else timeout):
+            raise errors.DeadlineExceededError(
+                None, None, f"/job:{self.job}/replica:0/task:{self.task}: tensor {key} "
+                f"of step {step_id:x} was not sent within {timeout} s")
+        item, err = box[0]
+        self._release_step(step_id)
+        if err is not None:
+            raise err
+        value, src = item
+        if value is DEAD:
+            return DEAD
+        return src.to_host(value)
+
+    def recv_tensors(self, step_id: int, keys: Sequence[str],
+                     timeout: float | None = None, wait_all: bool = False
+                     ) -> list[tuple[int, Any]]:
+        """Several tensors this task sent in step ``step_id``: waits until at least one
+        of ``keys`` was sent (every one with ``wait_all``), then returns
+        ``[(index in keys, host value or DEAD)]`` for every key sent by then; the
+        others stay for a later call."""
+        r = self._step_rendezvous(step_id)
+        cond = threading.Condition()
+        got: dict[int, tuple[Any, BaseException | None]] = {}
+        # wake the waiting thread only once enough arrived (every arrival wakes it
+        # after the withdrawal below): each needless wake-up is a thread switch
+        enough = [len(keys) if wait_all else 1]
+
+        def waiter(i: int) -> Any:
+            def arrived(item: Any, err: BaseException | None) -> None:
+                with cond:
+                    got[i] = (item, err)
+                    if len(got) >= enough[0]:
+                        cond.notify_all()
+            return arrived
+
+        callbacks = [waiter(i) for i in range(len(keys))]
+        for k, cb in zip(keys, callbacks):
+            r.recv_async(k, cb)
+        with cond:
+            cond.wait_for(lambda: len(got) >= enough[0],
+                          RECV_TIMEOUT if timeout is None else timeout)
+            enough[0] = 0
+        taken = _withdraw(r, keys, callbacks)
+        with cond:  # a callback a send just took is about to run: wait for it
+            complete = cond.wait_for(lambda: taken <= got.keys(), 10.0)
+        self._release_step(step_id)
+        if not complete:
+            raise errors.InternalError(None, None, f"/job:{self.job}/replica:0/task:"
+                                       f"{self.task}: a receive of step {step_id:x} "
+                                       "never completed")
+        if not taken:
+            raise errors.DeadlineExceededError(
+                None, None, f"/job:{self.job}/replica:0/task:{self.task}: none of the "
+                f"tensors {list(keys)[:3]} of step {step_id:x} was sent within {timeout} s")
+        out = []
+        for i in sorted(taken):
+            item, err = got[i]
+            if err is not None:
+                raise err
+            value, src = item
+            out.append((i, value if value is DEAD else src.to_host(value)))
+        return out
+
+    def try_recv_tensors(self, step_id: int, keys: Sequence[str], wait_all: bool = False
+                         ) -> list[tuple[int, Any]] | None:
+        """:meth:`recv_tensors` without waiting: the tensors of ``keys`` already sent,
+        or None when there is none yet (with ``wait_all``: unless all were) or the step
+        is not known here, or failed (the waiting call then reports it)."""
+        if step_id in self._aborted:
+            return None
+        r = self.rendezvous_mgr.get(step_id)
+        if r is None:
+            return None
+        try:
+            got = r.take_ready(keys, wait_all)
+        except errors.OpError:
+            return None
+        if not got:
+            return None
+        self._release_step(step_id)
+        return [(i, value if value is DEAD else src.to_host(value))
+                for i, (value, src) in got]
+
+    def accept_pushed(self, step_id: int, items: Sequence[tuple[str, Any]]) -> None:
+        """Put tensors another task pushed for step ``step_id`` (``(key, host value)``
+        pairs from its RunGraph reply) into this task's rendezvous of the step, where
+        its receives find them. Does nothing once the step was aborted here."""
+        try:
+            r = self._step_rendezvous(step_id)
+            for key, value in items:
+                r.send(key, (value, _HOST))
+        except errors.OpError:
+            pass  # the step failed: its receives already have their error
+
+    def forget_step(self, step_id: int) -> None:
+        """Drop what is left of a finished step's rendezvous on this task (values
+        pushed for receives that never ran, e.g. on an untaken branch)."""
+        with self._lock:
+            if not self._running_steps.get(step_id):
+                self.rendezvous_mgr.pop(step_id)
+
+    def abort_step(self, step_id: int, error: BaseException) -> None:
+        """Abort one step on this task: its rendezvous and every partition running it."""
+        with self._lock:
+            r = self.rendezvous_mgr.pop(step_id)
+            steps = list(self._step_ctx.get(step_id, ()))
+            self._aborted[step_id] = error
+            while len(self._aborted) > 1024:  # remember the recent ones only
+                del self._aborted[next(iter(self._aborted))]
+        if r is not None:
+            r.abort(error)
+        for st in steps:
+            st.abort(error)
+
+    def shutdown(self, reason: str = "") -> None:
+        """Ask the server exporting this worker to stop (the cluster is shutting
+        down); without a server, nothing happens."""
+        cb = self._on_shutdown
+        if cb is not None:
+            cb(reason)
+
+    def _run_partitions(self, reg: _Registered, step_id: int, args: Sequence[Any],
+                        stats: list[NodeStat] | None, rendezvous: Any,
+                        timeout: float | None) -> list[Any]:
+        """Run every partition of a multi-device step at once, sharing one step context
+        and rendezvous; the first error aborts them all and is the one raised."""
+        rdv = rendezvous if rendezvous is not None else Rendezvous(step_id)
+        first = reg.parts[0][0]
+        step = StepContext(step_id, rdv, first.session_state, self.runtime)
+        step.on_abort(rdv.abort)
+        self._track(reg.session, step_id, step)
+        out: list[Any] = [None] * reg.n_fetches
+        part_stats = [None if stats is None else [] for _ in reg.parts]
+        try:
+            pool = _partition_pool()
+            futures = [pool.submit(ex.run, args, step, part_stats[i], timeout)
+                       for i, (ex, _) in enumerate(reg.parts[1:], 1)]
+            results: list[Any] = [None] * len(reg.parts)
+            errs: list[BaseException] = []
+            try:
+                results[0] = first.run(args, step, part_stats[0], timeout)
+            except BaseException as e:  # noqa: BLE001 - gathered below
+                errs.append(e)
+            for i, f in enumerate(futures, 1):
+                try:
+                    results[i] = f.result()
+                except BaseException as e:  # noqa: BLE001
+                    errs.append(e)
+            if errs:
+                raise step.error if step.error is not None else errs[0]
+            for (ex, positions), vals in zip(reg.parts, results):
+                for pos, v in zip(positions, vals):
+                    out[pos] = v
+            if stats is not None:
+                for ps in part_stats:
+                    stats.extend(ps)
+            return out
+        finally:
+            self._untrack(reg.session, step_id, step)
+
+    def abort_steps(self, session_handle: str, error: BaseException) -> int:
+        """Abort every in-flight step of a session; returns how many were aborted."""
+        steps = list(self._active.get(session_handle, ()))
+        for st in steps:
+            st.abort(error)
+        return len(steps)
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        with self._lock:
+            self._graphs.pop(graph_handle, None)
+
+    def cleanup_session(self, session_handle: str) -> None:
+        """Cancel a session's in-flight steps, then forget its graphs and stateful
+        kernels."""
+        self.abort_steps(session_handle, errors.CancelledError(
+            None, None, "Session has been closed."))
+        self._active.pop(session_handle, None)
+        with self._lock:
+            for h in [h for h, r in self._graphs.items() if r.session == session_handle]:
+                del self._graphs[h]
+            self._sessions.pop(session_handle, None)
+
+    def reset(self, containers: Sequence[str] | None = None) -> None:
+        """Clear resource containers on every device (all of them if None)."""
+        for d in self.devices:
+            if not containers:
+                d.resource_mgr.cleanup(None)
+            else:
+                for c in containers:
+                    d.resource_mgr.cleanup(c)

@@ -1,0 +1,174 @@
+"""The ``flowrt`` command: ``flowrt plugins``, ``flowrt demo`` and ``flowrt server``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+__all__ = ["main"]
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    from flowrt.plugin.runtime import Runtime
+
+    rt = Runtime()
+    infos = rt.describe()
+    print(f"{'plugin':<12} {'status':<9} {'distribution':<28} provides")
+    for p in sorted(infos, key=lambda p: (not p.builtin, p.name)):
+        dist = f"{p.distribution or '-'} {p.version or ''}".strip()
+        prov = "; ".join(f"{k}: {', '.join(v[:6])}{' ...' if len(v) > 6 else ''} "
+                         f"({len(v)})" if k == "ops" else f"{k}: {', '.join(v)}"
+                         for k, v in p.provides.items())
+        print(f"{p.name:<12} {p.status:<9} {dist:<28} {prov}")
+        if p.error:
+            print(f"{'':<12} error: {p.error}")
+    print()
+    print("device types:")
+    for name, dt in sorted(rt.device_types.items()):
+        try:
+            devs = dt.discover(None, "localhost", 0)
+        except Exception as e:  # discovery is reported, never fatal
+            devs, dt.unavailable_reason = [], f"{type(e).__name__}: {e}"
+        state = f"{len(devs)} device(s)" if devs else f"no devices ({dt.unavailable_reason})"
+        print(f"  {name:<8} from {dt.plugin:<10} priority {dt.priority:<4} {state}")
+    print("transports:", ", ".join(f"{s} ({t.plugin})" for s, t in sorted(rt.transports.items())))
+    print("graph passes:", ", ".join(p.name for p in rt.graph_passes) or "none")
+    print(f"ops: {len(rt.op_defs)}  kernels: {len(rt.kernels)}  gradients: "
+          f"{sum(1 for g in rt.gradients.values() if g is not None)}")
+    missing = rt.missing_required_api()
+    if missing:
+        print(f"missing API the core needs ({len(missing)}): {', '.join(missing[:8])}"
+              f"{' ...' if len(missing) > 8 else ''}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from flowrt.tools.demo import run_demo
+
+    return run_demo(steps=args.steps, out_dir=args.out, protocol=args.protocol,
+                    workers=args.workers)
+
+
+def _cmd_server(args: argparse.Namespace) -> int:
+    """Run one task of a cluster until the cluster is shut down (or SIGTERM/SIGINT)."""
+    import json
+    import signal
+
+    from flowrt.base import errors
+    from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
+    from flowrt.distributed.server import Server
+
+    try:
+        if args.cluster:
+            with open(args.cluster, encoding="utf-8") as f:
+                text = f.read()
+            try:
+                spec_json = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{args.cluster} is not valid JSON: {e}") from None
+            if isinstance(spec_json, dict) and "cluster" in spec_json:
+                cluster, job, task = cluster_from_environment(text)
+            else:
+                cluster, job, task = ClusterSpec(spec_json), None, None
+        else:
+            cluster, job, task = cluster_from_environment()
+        job = args.job or job
+        task = args.task if args.task is not None else task
+        if job is None:
+            raise ValueError("say which task this is: --job and --task (or a \"task\" in "
+                             "the FLOWRT_CONFIG JSON)")
+        config = None
+        if args.intra_op_threads is not None or args.gpus is not None:
+            from ..proto.config_pb2 import ConfigProto
+
+            config = ConfigProto()
+            if args.intra_op_threads is not None:
+                config.intra_op_parallelism_threads = args.intra_op_threads
+            if args.gpus is not None:
+                if args.gpus < 0:
+                    raise ValueError(f"--gpus must be >= 0, got {args.gpus}")
+                config.device_count["GPU"] = args.gpus
+        server = Server(cluster, job_name=job, task_index=task or 0,
+                        protocol=args.protocol, config=config,
+                        health_check_period=args.health_check_period,
+                        session_gc_seconds=args.session_gc_seconds, start=False)
+        server.worker.devices  # discover now: the config applies before any step
+        if args.max_message_bytes is not None:
+            if not hasattr(server.transport, "max_message_bytes"):
+                raise ValueError(f"--max-message-bytes: the {args.protocol} transport has "
+                                 "no message size limit")
+            server.transport.max_message_bytes = int(args.max_message_bytes)
+        server.start()
+    except (OSError, ValueError, TypeError, errors.OpError) as e:
+        print(f"flowrt server: {getattr(e, 'message', None) or e}", file=sys.stderr)
+        return 2
+    # the handler only records the signal: stopping happens on the main loop below
+    signalled: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: signalled.append(signum))
+    print(f"flowrt server: /job:{server.job_name}/task:{server.task_index} serving "
+          f"{server.target}", flush=True)
+    try:
+        while not server.join(0.2):
+            if signalled:
+                server.shutdown_reason = "SIGTERM"
+                server.stop()
+    except KeyboardInterrupt:
+        server.shutdown_reason = "interrupted"
+        server.stop()
+    print(f"flowrt server: stopped ({server.shutdown_reason or 'stop'})", flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``flowrt`` console script."""
+    p = argparse.ArgumentParser(prog="flowrt", description="flowrt dataflow runtime")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("plugins", help="list plugins: what was found, from where, what failed")
+    sp.set_defaults(fn=_cmd_plugins)
+    sd = sub.add_parser("demo", help="train the demo model on a ps and workers cluster",
+                        description="Start a parameter server and --workers workers and "
+                        "train a small MLP by between-graph asynchronous replication. "
+                        "inproc keeps everything in this process; grpc and zmq start every "
+                        "server and every worker's client as a process of its own.")
+    sd.add_argument("--protocol", choices=("inproc", "grpc", "zmq"), default="inproc",
+                    help="transport between the tasks (default: inproc)")
+    sd.add_argument("--workers", type=int, default=2, help="worker tasks (default: 2)")
+    sd.add_argument("--steps", type=int, default=200,
+                    help="training steps per worker (default: 200)")
+    sd.add_argument("--out", metavar="DIR", default=".",
+                    help="directory for the traced step's timeline (Chrome trace JSON) "
+                         "and graph (Graphviz DOT); default: the current directory")
+    sd.set_defaults(fn=_cmd_demo)
+    sv = sub.add_parser("server", help="run one task of a cluster (ps or worker)",
+                        description="Serve one task of a cluster. The cluster comes from "
+                        "--cluster (a JSON file: {job: [host:port, ...]}, or a "
+                        "TF_CONFIG-shaped object) or from the FLOWRT_CONFIG environment "
+                        "variable ({\"cluster\": {...}, \"task\": {\"type\": \"worker\", "
+                        "\"index\": 0}}). Runs until the cluster is shut down "
+                        "(flowrt.train.shutdown_cluster) or the process gets SIGTERM.")
+    sv.add_argument("--cluster", metavar="FILE", help="cluster JSON file")
+    sv.add_argument("--job", help="this task's job name")
+    sv.add_argument("--task", type=int, help="this task's index")
+    sv.add_argument("--protocol", default="grpc", help="grpc (default), zmq or inproc")
+    sv.add_argument("--health-check-period", type=float, default=None,
+                    help="seconds between health checks of the other tasks (default 1)")
+    sv.add_argument("--max-message-bytes", type=int, default=None,
+                    help="refuse messages larger than this (default: the transport's, "
+                    "4 GiB)")
+    sv.add_argument("--intra-op-threads", type=int, default=None, metavar="N",
+                    help="threads numpy's BLAS uses inside one op in this process "
+                    "(ConfigProto.intra_op_parallelism_threads); 1 suits several busy "
+                    "tasks on one machine")
+    sv.add_argument("--session-gc-seconds", type=float, default=None, metavar="S",
+                    help="close sessions unused for S seconds with no step running "
+                    "(left by clients that died); default: never")
+    sv.add_argument("--gpus", type=int, default=None, metavar="N",
+                    help="use at most N GPUs (ConfigProto.device_count['GPU']); 0 for a "
+                    "parameter server that must not touch the GPUs")
+    sv.set_defaults(fn=_cmd_server)
+    args = p.parse_args(argv)
+    return int(args.fn(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
