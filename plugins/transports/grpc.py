@@ -50,12 +50,10 @@ and fails calls at once.
 from __future__ import annotations
 
 import itertools
-import queue
 import secrets
 import struct
 import threading
 import time
-from concurrent import futures
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import grpc
@@ -64,6 +62,7 @@ import numpy as np
 
 from flowrt import errors
 from flowrt.distributed.message_transport import MessageTransport
+from flowrt.threads import DaemonPool
 from flowrt.transport import Channel, Handler, ServerHandle, split_host_port
 
 __all__ = ["GrpcTransport", "GrpcChannel", "GrpcServer", "encode_frame", "decode_frame"]
@@ -258,52 +257,6 @@ class _Assembler:
 
 # -- the server ------------------------------------------------------------------------
 
-class _ElasticExecutor(futures.Executor):
-    """Runs each task on an idle thread or a new one: never queues behind blocked work.
-
-    Threads that find no work for :data:`IDLE_THREAD_S` seconds exit.
-    """
-
-    def __init__(self, name: str):
-        self._name = name
-        self._work: queue.SimpleQueue = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._count = itertools.count()
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future:
-        fut: futures.Future = futures.Future()
-        self._work.put((fut, fn, args, kwargs))
-        if not self._idle.acquire(blocking=False):
-            threading.Thread(target=self._worker, daemon=True,
-                             name=f"{self._name}-{next(self._count)}").start()
-        return fut
-
-    def _worker(self) -> None:
-        while True:
-            try:
-                item = self._work.get(timeout=IDLE_THREAD_S)
-            except queue.Empty:
-                # retire only if no submitter has counted on this idle thread
-                if self._idle.acquire(blocking=False):
-                    return
-                continue
-            if item is None:
-                return
-            fut, fn, args, kwargs = item
-            if fut.set_running_or_notify_cancel():
-                try:
-                    fut.set_result(fn(*args, **kwargs))
-                except BaseException as e:  # noqa: BLE001 - handed to the future
-                    fut.set_exception(e)
-            del item, fut, fn, args, kwargs
-            self._idle.release()
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        # wake idle threads so they exit now; busy ones exit when their task ends
-        while self._idle.acquire(blocking=False):
-            self._work.put(None)
-
-
 class _Pending:
     """Large replies parked until their client fetches them."""
 
@@ -341,7 +294,10 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
         self._pending = _Pending()
         self._cache: dict[str, grpc.RpcMethodHandler] = {}
         self._fetch = grpc.unary_stream_rpc_method_handler(self._fetch_reply)
-        self._executor = _ElasticExecutor(f"grpc-server-{port}")
+        # each request on an idle thread or a new one: never queued behind blocked
+        # work (a step can block for long); daemon threads, never joined at exit
+        self._executor = DaemonPool(None, thread_name_prefix=f"grpc-server-{port}",
+                                    idle_timeout=IDLE_THREAD_S)
         self._stopped = False
         bind_host = f"[{host}]" if ":" in host else host
         self._server = grpc.server(self._executor, handlers=[self],
