@@ -129,7 +129,12 @@ def test_badly_named_op() -> None:
 def test_op_defined_by_another_plugin() -> None:
     ks = KernelSet("broken")
     ks.op(OpDef("Identity", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"]))
-    _fails(ks, "op 'Identity'", "also defined by plugin 'standard'")
+    # Identity is the core's essential kernel set's (flowrt.engine.essential)
+    _fails(ks, "op 'Identity'", "also defined by plugin 'essential'")
+    ks = KernelSet("broken")
+    ks.op(OpDef("Relu", inputs=["features: T"], outputs=["activations: T"],
+                attrs=["T: {float, double}"]))
+    _fails(ks, "op 'Relu'", "also defined by plugin 'standard'")
 
 
 def test_shape_function_returning_too_many_shapes() -> None:

@@ -103,7 +103,7 @@ def wire_session(graph: tf.Graph, config: Any = None) -> tf.Session:
             q.fetch_positions = list(p.fetch_positions)
             parts.append(q)
         h = worker.register_partitions(ms.handle, parts, len(cs.ir.fetches))
-        cs.parts = [(worker, h, *rest)]
+        cs.parts = [cs.parts[0]._replace(handle=h)]
 
     ms._compile = compile_over_wire
     return sess
@@ -552,7 +552,7 @@ def test_unknown_and_bad_reserved_attrs():
     _bad(gd, rt, "node sum (op Add)", "bad fetch")
     gd, rt = _good_graph_def()
     gd.node[1].attr["not_an_attr"].i = 4
-    _bad(gd, rt, "node k (op Const)", "'not_an_attr' is not in the op definition")
+    _bad(gd, rt, "node k (op Const)", "attr 'not_an_attr' not in the op definition")
 
 
 def test_bad_tensor_and_arg_nodes():

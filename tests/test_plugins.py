@@ -229,13 +229,16 @@ def test_duplicate_registration_names_both_plugins(make: Any, registry: str,
 
 
 @pytest.mark.parametrize("hook, value, registry, builtin, what", [
-    ("flowrt_kernel_sets", lambda: [unary_op_set("mine", "Const")], "op_defs", "standard",
+    # Const is the core's essential kernel set's (flowrt.engine.essential)
+    ("flowrt_kernel_sets", lambda: [unary_op_set("mine", "Const")], "op_defs", "essential",
      "op 'Const'"),
+    ("flowrt_kernel_sets", lambda: [unary_op_set("mine", "MatMul")], "op_defs", "standard",
+     "op 'MatMul'"),
     ("flowrt_device_types", lambda: [numpy_device_type("cpu")], "device_types", "cpu",
      "device type 'CPU'"),
     ("flowrt_transports", lambda: [LoopTransport("inproc")], "transports", "inproc",
      "transport scheme 'inproc'"),
-], ids=["op", "device_type", "transport"])
+], ids=["op", "standard_op", "device_type", "transport"])
 def test_duplicate_of_a_builtin_names_the_builtin(hook: str, value: Any, registry: str,
                                                   builtin: str, what: str) -> None:
     rt = runtime(intruder=plugin(**{hook: value}))

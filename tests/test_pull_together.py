@@ -245,7 +245,7 @@ def test_expect_starts_one_pull_once_every_receive_asked(pair, n):
     ps, w0, client, pool = pair
     ps._running_steps[3] = 1  # the step runs on ps: its rendezvous stays
     rdv = _WorkerRendezvous(w0, 3, w0.rendezvous_mgr.find_or_create(3), 5.0,
-                            expect={("ps", 0): n})
+                            pulled_together_count={("ps", 0): n})
     results, done, cb = collector(n)
     for i in range(n):
         assert pool.jobs == []  # not yet: receives from ps are still to come
@@ -279,7 +279,7 @@ def test_expect_for_another_task_leaves_pulls_from_ps_as_they_were(pair):
     ps, w0, client, pool = pair
     ps.rendezvous_mgr.find_or_create(5).send(_key(0), (np.float32(1), _Host()))
     rdv = _WorkerRendezvous(w0, 5, w0.rendezvous_mgr.find_or_create(5), 5.0,
-                            expect={("worker", 1): 2})
+                            pulled_together_count={("worker", 1): 2})
     results, done, cb = collector(1)
     rdv.recv_async(_key(0), cb(0))
     assert len(pool.jobs) == 1
@@ -291,7 +291,7 @@ def test_expect_for_another_task_leaves_pulls_from_ps_as_they_were(pair):
 def test_an_aborted_step_fails_receives_still_gathering(pair):
     ps, w0, client, pool = pair
     rdv = _WorkerRendezvous(w0, 6, w0.rendezvous_mgr.find_or_create(6), 5.0,
-                            expect={("ps", 0): 3})
+                            pulled_together_count={("ps", 0): 3})
     results, done, cb = collector(2)
     rdv.recv_async(_key(0), cb(0))
     rdv.recv_async(_key(1), cb(1))
@@ -450,10 +450,11 @@ def _check_registered(servers):
     """Both tasks registered receives pulled together from the other one, expecting
     as many receives as they listed."""
     for srv, sender in ((servers[1], ("ps", 0)), (servers[0], ("worker", 0))):
-        regs = [r for r in srv.worker._graphs.values() if r.together]
+        regs = [r for r in srv.worker._graphs.values() if r.pulled_together_keys]
         assert regs, f"no graph with pulled-together receives on {srv}"
-        assert any(r.expect and set(r.expect) == {sender} and
-                   r.expect[sender] == sum(len(k) for k in r.together.values())
+        assert any(r.pulled_together_count and set(r.pulled_together_count) == {sender}
+                   and r.pulled_together_count[sender] ==
+                   sum(len(k) for k in r.pulled_together_keys.values())
                    for r in regs)
 
 

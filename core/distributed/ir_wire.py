@@ -31,9 +31,10 @@ import numpy as np
 
 from ..base import dtypes as _dt
 from ..base import errors
-from ..base.tensor_codec import GRAPH_DEF_VERSION, check_attr_constraints, attr_value_of, \
-    make_ndarray, make_tensor_proto, python_attr_of
+from ..base.tensor_codec import GRAPH_DEF_VERSION, INTERNAL_ATTR_KINDS, attr_value_of, \
+    make_tensor_proto, python_attr_of
 from ..engine.ir import ARG_OP, GraphIR, Node
+from ..plugin.node_def import decode_node_attrs
 from ..proto.attr_value_pb2 import AttrValue
 from ..proto.graph_def_pb2 import GraphDef
 from ..base.tensor_shape import TensorShape
@@ -55,8 +56,6 @@ _RESERVED_KINDS = {_OUT_DTYPES: "list(type)", _IN_DTYPES: "list(type)",
                    _OUT_SHAPES: "list(shape)", _IN_SHAPES: "list(shape)",
                    _DEVICE: "string", _FEED: "string", _FETCH: "list(int)",
                    _TARGET: "bool"}
-#: Kinds of the attrs TensorFlow adds to nodes without an OpDef declaring them.
-_INTERNAL_KINDS = {"_class": "list(string)", "_output_shapes": "list(shape)"}
 #: The attrs of an ``_Arg`` node (it has no OpDef).
 _ARG_KINDS = {"index": "int", "T": "type"}
 
@@ -121,7 +120,7 @@ def ir_to_graph_def(ir: GraphIR, default_device: str = "") -> GraphDef:
                     f"reserved ({RESERVED_PREFIX}*)")
             adef = adefs.get(key)
             kind = adef.kind if adef is not None else (
-                _ARG_KINDS.get(key) if node.op_def is None else _INTERNAL_KINDS.get(key))
+                _ARG_KINDS.get(key) if node.op_def is None else INTERNAL_ATTR_KINDS.get(key))
             nd.attr[key].CopyFrom(_encode_attr(node, key, value, kind))
         a = nd.attr
         a[_OUT_DTYPES].list.type.extend(d.as_datatype_enum for d in node.out_dtypes)
@@ -234,56 +233,34 @@ def _reserved(nd: Any, key: str) -> Any:
         raise _Bad(f"reserved attr '{key}': {e}") from None
 
 
-def _decode_attr(av: AttrValue, kind: str | None) -> Any:
-    if kind == "tensor":
-        if av.WhichOneof("value") != "tensor":
-            raise ValueError(f"AttrValue had value with type "
-                             f"'{av.WhichOneof('value') or 'nothing'}' when 'tensor' expected")
-        return make_ndarray(av.tensor)
-    return python_attr_of(av, kind)
-
-
 def _node_attrs(nd: Any, op_def: Any) -> dict[str, Any]:
+    """The node's attrs as Python values: checked against its OpDef with defaults
+    filled (:func:`~flowrt.plugin.node_def.decode_node_attrs`, the reserved attrs left
+    out), or for an ``_Arg`` node (no OpDef) its ``index`` and ``T``."""
+    if op_def is not None:
+        try:
+            return decode_node_attrs(nd.attr, op_def, reserved_prefix=RESERVED_PREFIX,
+                                     reserved=_RESERVED_KINDS)
+        except ValueError as e:
+            raise _Bad(str(e)) from None
     attrs: dict[str, Any] = {}
-    adefs = op_def.attrs if op_def is not None else {}
     for key in nd.attr:
         if key.startswith(RESERVED_PREFIX):
             if key not in _RESERVED_KINDS:
                 raise _Bad(f"unknown reserved attr '{key}'")
             continue
-        adef = adefs.get(key)
-        if op_def is None:
-            kind = _ARG_KINDS.get(key)
-            if kind is None:
-                raise _Bad(f"attr '{key}' is not an attr of {ARG_OP} (index, T)")
-        elif adef is not None:
-            kind = adef.kind
-        elif key.startswith("_"):
-            kind = _INTERNAL_KINDS.get(key)
-        else:
-            raise _Bad(f"attr '{key}' is not in the op definition of '{op_def.name}' "
-                       f"(attrs: {', '.join(sorted(adefs)) or 'none'})")
+        kind = _ARG_KINDS.get(key)
+        if kind is None:
+            raise _Bad(f"attr '{key}' is not an attr of {ARG_OP} (index, T)")
         try:
-            value = _decode_attr(nd.attr[key], kind)
-            if adef is not None:
-                check_attr_constraints(adef, value, f"attr '{key}'")
+            attrs[key] = python_attr_of(nd.attr[key], kind)
         except (TypeError, ValueError) as e:
             raise _Bad(f"attr '{key}': {e}") from None
-        attrs[key] = value
-    if op_def is None:
-        missing = [k for k in _ARG_KINDS if k not in attrs]
-        if missing:
-            raise _Bad(f"missing attr '{missing[0]}'")
-        if attrs["index"] < 0:
-            raise _Bad(f"attr 'index' must be >= 0, got {attrs['index']}")
-        return attrs
-    for key, adef in adefs.items():
-        if key not in attrs:
-            if not adef.has_default:
-                raise _Bad(f"missing attr '{key}', which the op definition of "
-                           f"'{op_def.name}' requires (no default)")
-            d = adef.default
-            attrs[key] = list(d) if isinstance(d, list) else d
+    missing = [k for k in _ARG_KINDS if k not in attrs]
+    if missing:
+        raise _Bad(f"missing attr '{missing[0]}'")
+    if attrs["index"] < 0:
+        raise _Bad(f"attr 'index' must be >= 0, got {attrs['index']}")
     return attrs
 
 

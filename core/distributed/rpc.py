@@ -19,7 +19,6 @@ header and raw buffers. This module owns what is inside them (docs/wire.md):
 from __future__ import annotations
 
 import functools
-import random
 import threading
 import time
 import weakref
@@ -33,6 +32,7 @@ from . import shm as _shm
 from ..base import threads as _threads
 from ..base.device_spec import DeviceSpec
 from ..engine.executor import DEAD, NodeStat
+from ..plugin.services import WorkerStatus
 from ..proto import service_pb2 as pb
 
 __all__ = ["ServiceHandler", "MasterClient", "WorkerClient", "RemoteDevice",
@@ -265,6 +265,8 @@ class ServiceHandler:
 
     def __init__(self, master: Any, worker: Any,
                  on_shutdown: Callable[[str], None] | None = None):
+        """Build the table of methods, and which of them :meth:`dispatch` answers at
+        once."""
         self.master, self.worker = master, worker
         self.on_shutdown = on_shutdown
         self._table: dict[str, tuple[Any, Callable[[Any, list[Any]], Any]]] = {
@@ -445,6 +447,8 @@ class ServiceHandler:
         return resp
 
     def _register_graph(self, req: Any, _t: list[Any]) -> Any:
+        """Rebuild each partition's ``GraphIR`` from its ``GraphDef``, check the fetch
+        positions (they come from the network) and register them on the worker."""
         from .ir_wire import ir_from_graph_def
         from ..engine.partition import Partition
 
@@ -480,6 +484,8 @@ class ServiceHandler:
         return pb.Empty()
 
     def _run_graph(self, req: Any, tensors: list[Any]) -> Any:
+        """Check the request's indices (they come from the network), run the graph
+        on the worker, and reply with its fetches and the tensors it pushes."""
         w = self.worker
         na = len(req.arg_index)
         if na + len(req.pushed_key) != len(tensors):
@@ -586,6 +592,7 @@ class _Client:
 
     @property
     def target(self) -> str:
+        """``scheme://address`` of the peer."""
         return f"{self.transport.scheme}://{self.address}"
 
     def _ch(self) -> Any:
@@ -627,6 +634,7 @@ class _Client:
         return body, values
 
     def close(self) -> None:
+        """Close the channel (a later call opens a new one)."""
         ch, self._channel = self._channel, None
         if ch is not None:
             ch.close()
@@ -652,8 +660,8 @@ class RemoteDevice:
 
 
 class WorkerClient(_Client):
-    """The worker service of another task, with :class:`~flowrt.worker.Worker`'s
-    methods."""
+    """The worker service of another task: implements
+    :class:`~flowrt.plugin.services.WorkerService` over a message transport."""
 
     def __init__(self, transport: Any, address: str):
         super().__init__(transport, address)
@@ -667,7 +675,7 @@ class WorkerClient(_Client):
     def __repr__(self) -> str:
         return f"<WorkerClient {self.target}>"
 
-    def get_status(self, timeout: float | None = None) -> Any:
+    def get_status(self, timeout: float | None = None) -> WorkerStatus:
         """Ask the worker for its devices and incarnation (refreshes :attr:`devices`)."""
         resp, _ = self.call("Worker/GetStatus", pb.Empty(), pb.GetStatusResponse,
                             timeout=timeout)
@@ -679,16 +687,18 @@ class WorkerClient(_Client):
                            for d in old] != new:
             self._devices = [RemoteDevice(*d, owner=self) for d in new]
         self.incarnation, self.job, self.task = resp.incarnation, resp.job, resp.task
-        return resp
+        return WorkerStatus(list(self._devices), resp.incarnation, resp.job, resp.task)
 
     @property
     def devices(self) -> list[RemoteDevice]:
+        """The task's devices (asked for on first use)."""
         if self._devices is None:
             self.get_status()
         return self._devices  # type: ignore[return-value]
 
     def register_graph(self, session_handle: str, ir: Any, fetches: Sequence[Any],
                        inter_op_threads: int = 0, pull_together: Sequence[str] = ()) -> str:
+        """Register one partition: :meth:`register_partitions` of a single one."""
         from ..engine.partition import Partition
 
         dev = next(iter(ir.nodes.values())).assigned_device if ir.nodes else None
@@ -701,6 +711,9 @@ class WorkerClient(_Client):
     def register_partitions(self, session_handle: str, parts: Sequence[Any],
                             n_fetches: int, inter_op_threads: int = 0,
                             pull_together: Sequence[str] = ()) -> str:
+        """``Worker/RegisterGraph``: send each partition as a ``GraphDef``; remembers
+        which feeds and fetch positions the graph has (:meth:`run_graph` sends and
+        expects only those)."""
         from ..engine.ir import ARG_OP
         from .ir_wire import ir_to_graph_def
 
@@ -729,9 +742,11 @@ class WorkerClient(_Client):
         return h
 
     def fetch_positions(self, graph_handle: str) -> list[int]:
+        """The step-wide fetch positions of a graph registered through this client."""
         return self._positions.get(graph_handle, [])
 
     def deregister_graph(self, graph_handle: str) -> None:
+        """``Worker/DeregisterGraph`` (a worker gone or restarted is ignored)."""
         self._args.pop(graph_handle, None)
         self._positions.pop(graph_handle, None)
         try:
@@ -745,16 +760,24 @@ class WorkerClient(_Client):
                   stats: list[NodeStat] | None = None, rendezvous: Any = None,
                   timeout: float | None = None, push_to: tuple[str, int] | None = None,
                   pushed: list[tuple[str, Any]] | None = None,
-                  cancel: threading.Event | None = None,
+                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
                   pushed_in: Sequence[tuple[str, Any]] = (),
-                  pushed_in_from: tuple[str, int] | None = None) -> list[Any]:
+                  pushed_in_from: tuple[str, int] | None = None,
+                  cancel: threading.Event | None = None) -> list[Any]:
         """Run a registered graph; returns a list of the step's fetch count with this
         worker's fetches at their positions. With ``push_to`` (a task), every tensor
         the step sent to that task comes back in the reply and is appended to
         ``pushed`` as ``(rendezvous key, value)``. ``pushed_in``: ``(key, value)``
         pairs task ``pushed_in_from`` sent to this one in the step, which its receives
         take instead of pulling. ``cancel`` (only if :attr:`cancellable`) stops the
-        wait for the reply once set."""
+        wait for the reply once set. ``rendezvous`` is for in-process calls and is not
+        used; ``pushed_from`` cannot be honoured (tensors reach a remote worker's
+        receives only with the call, as ``pushed_in``): it must be empty."""
+        if pushed_from:
+            raise errors.InvalidArgumentError(
+                None, None, f"RunGraph on {self.target}: tensors pushed from "
+                f"{sorted(pushed_from)} can only reach a remote worker with the call "
+                "(pushed_in)")
         idx = self._args.get(graph_handle, ())
         req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                  trace=stats is not None,
@@ -787,6 +810,7 @@ class WorkerClient(_Client):
         return out
 
     def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+        """``Worker/RecvTensor``: the tensor the task sent under ``key`` in the step."""
         req = pb.RecvTensorRequest(step_id=step_id, key=key,
                                    timeout_in_ms=int(timeout * 1000) if timeout else 0)
         _, values = self.call("Worker/RecvTensor", req, pb.RecvTensorResponse,
@@ -814,6 +838,7 @@ class WorkerClient(_Client):
         return list(zip(resp.index, values))
 
     def abort_step(self, step_id: int, error: BaseException) -> None:
+        """``Worker/AbortStep`` (best effort: an unreachable worker is ignored)."""
         st = pb.Status(code=getattr(error, "error_code", errors.ABORTED),
                        message=getattr(error, "message", str(error)))
         try:
@@ -823,9 +848,11 @@ class WorkerClient(_Client):
             pass
 
     def abort_steps(self, session_handle: str, error: BaseException) -> int:
+        """Nothing to do here: remote steps are aborted one by one; returns 0."""
         return 0  # remote steps are aborted one by one (abort_step)
 
     def cleanup_session(self, session_handle: str) -> None:
+        """``Worker/CleanupSession`` (an unreachable worker is ignored)."""
         try:
             self.call("Worker/CleanupSession",
                       pb.CleanupSessionRequest(session_handle=session_handle), pb.Empty,
@@ -834,17 +861,21 @@ class WorkerClient(_Client):
             pass
 
     def reset(self, containers: Sequence[str] | None = None) -> None:
+        """``Worker/Reset``: clear resource containers (all if None)."""
         self.call("Worker/Reset", pb.ResetRequest(container=list(containers or ())),
                   pb.Empty)
 
     def shutdown(self, reason: str = "") -> None:
+        """``Worker/Shutdown``: the task's server stops."""
         self.call("Worker/Shutdown", pb.ShutdownRequest(reason=reason), pb.Empty,
                   timeout=5.0)
 
 
 class MasterClient(_Client):
-    """The master service of another process, with :class:`~flowrt.master.Master`'s
-    methods (sessions are :class:`RemoteMasterSession` objects)."""
+    """The master service of another process: implements
+    :class:`~flowrt.plugin.services.MasterService` (sessions are
+    :class:`RemoteMasterSession` objects, each a
+    :class:`~flowrt.plugin.services.SessionService`)."""
 
     def __repr__(self) -> str:
         return f"<MasterClient {self.target}>"
@@ -888,12 +919,14 @@ class MasterClient(_Client):
         return s
 
     def session(self, handle: str) -> "RemoteMasterSession":
+        """A session this client created (``AbortedError`` if it is not one)."""
         s = self._sessions.get(handle)
         if s is None:
             raise errors.AbortedError(None, None, f"Session {handle} is not found")
         return s
 
     def close_session(self, handle: str) -> None:
+        """``Master/CloseSession`` (a master that is gone took the session along)."""
         self._sessions.pop(handle, None)
         try:
             self.call("Master/CloseSession", pb.CloseSessionRequest(session_handle=handle),
@@ -902,10 +935,12 @@ class MasterClient(_Client):
             pass  # the master is gone: so is the session
 
     def list_devices(self) -> list[tuple[str, str, int, int]]:
+        """``Master/ListDevices``: ``[(name, type, memory limit, incarnation)]``."""
         resp, _ = self.call("Master/ListDevices", pb.Empty(), pb.ListDevicesResponse)
         return [(d.name, d.device_type, d.memory_limit, d.incarnation) for d in resp.device]
 
     def reset(self, containers: Sequence[str] | None = None) -> None:
+        """``Master/Reset``: close every session, clear containers on every task."""
         self.call("Master/Reset", pb.ResetRequest(container=list(containers or ())),
                   pb.Empty)
 
@@ -965,6 +1000,7 @@ class RemoteMasterSession:
 
     def make_callable(self, feeds: Sequence[str], fetches: Sequence[str],
                       targets: Sequence[str]) -> int:
+        """``Master/MakeCallable`` (the graph is sent again first if it grew)."""
         v = self._sync()
         resp, _ = self.client.call("Master/MakeCallable", pb.MakeCallableRequest(
             session_handle=self.handle, feed=list(feeds), fetch=list(fetches),
@@ -973,6 +1009,8 @@ class RemoteMasterSession:
 
     def run_callable(self, cid: int, args: Sequence[Any], trace: bool = False,
                      timeout_ms: int = 0) -> tuple[list[Any], list[NodeStat] | None]:
+        """``Master/RunCallable``: the step's fetched values and, traced, its node
+        stats on this process's clock."""
         # at exit (only daemon threads run then) a new step could block on another task
         # after the exit hook closed the sessions: it is never started
         _threads.park_if_exiting()
@@ -1000,6 +1038,7 @@ class RemoteMasterSession:
         return values, stats
 
     def release_callable(self, cid: int) -> None:
+        """``Master/ReleaseCallable`` (best effort)."""
         try:
             self.client.call("Master/ReleaseCallable",
                              pb.CallableRequest(session_handle=self.handle, handle=cid),
@@ -1008,16 +1047,14 @@ class RemoteMasterSession:
             pass
 
     def partition_graphs(self, cid: int) -> list[Any]:
+        """``Master/PartitionGraphs``: the ``GraphDef`` of each partition."""
         resp, _ = self.client.call("Master/PartitionGraphs", pb.CallableRequest(
             session_handle=self.handle, handle=cid), pb.PartitionGraphsResponse)
         return list(resp.partition_graph)
 
     def placement_of(self, cid: int) -> dict[str, str]:
+        """``Master/Placement``: the device of every node of the step."""
         resp, _ = self.client.call("Master/Placement", pb.CallableRequest(
             session_handle=self.handle, handle=cid), pb.PlacementResponse)
         return dict(resp.placement)
 
-
-def new_step_id() -> int:
-    """A random 63-bit step id: unique across every master of a cluster."""
-    return random.getrandbits(63) or 1

@@ -173,9 +173,5 @@ def shutdown_cluster(target: str, reason: str = "", runtime: Any = None) -> None
     if not scheme:
         raise ValueError("shutdown_cluster needs a server target such as grpc://host:port")
     rt = runtime or default_runtime()
-    client = rt.transport(scheme).master_client(address)
-    if hasattr(client, "shutdown"):
-        client.shutdown(reason)
-    else:  # an in-process master object: the others, then its own task
-        client.shutdown_cluster(reason)
-        client.local_worker.shutdown(reason)
+    # every master service (a client, or an in-process master) stops its whole cluster
+    rt.transport(scheme).master_client(address).shutdown(reason)

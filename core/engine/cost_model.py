@@ -61,6 +61,7 @@ class LinkProfile:
         self.latency, self.bandwidth = float(latency), float(bandwidth)
 
     def cost(self, nbytes: float) -> float:
+        """Seconds to move ``nbytes`` over the link."""
         return self.latency + nbytes / self.bandwidth
 
     def __repr__(self) -> str:
@@ -141,6 +142,7 @@ class CostModel:
                  network_link: LinkProfile | None = None,
                  min_gain: float | None = None, history: int = 16,
                  light_op: float = 1e-5):
+        """See the class docstring; each link left out gets the default of its kind."""
         self.profiles = dict(DEFAULT_PROFILES)
         if profiles:
             self.profiles.update(profiles)
@@ -212,6 +214,8 @@ class CostModel:
 
     def _flops(self, node: Any, ins: list[tuple[int, ...]],
                outs: list[tuple[int, ...]]) -> float | None:
+        """The dense-math flops of ``node`` given its resolved input and output shapes;
+        None for ops that are not dense math (:meth:`work` then counts elements)."""
         op = node.type
         if op == "MatMul":
             a = ins[0]
@@ -238,6 +242,8 @@ class CostModel:
         return None
 
     def _einsum_flops(self, equation: str, ins: list[tuple[int, ...]]) -> float | None:
+        """Flops of an ``Einsum``: two per point of the product of every index's size
+        (contracted ones included); None if the equation does not match the inputs."""
         lhs = equation.replace(" ", "").split("->")[0]
         terms = lhs.split(",")
         if len(terms) != len(ins):
@@ -392,6 +398,7 @@ class CostModel:
         return n
 
     def clear_measurements(self) -> None:
+        """Forget every measured duration (estimates only, from now on)."""
         with self._lock:
             self._measured.clear()
             self.version += 1

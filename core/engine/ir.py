@@ -7,13 +7,17 @@ placement and partitioning rewrite that copy.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from ..base import errors
+from ..base.dtypes import DType
 from ..plugin.op_registry import expand_args
 
-__all__ = ["Node", "GraphIR", "extract_step_graph", "ARG_OP", "Endpoint", "timeline_label",
-           "SEND_OPS", "RECV_OPS", "attr_str"]
+__all__ = ["Node", "GraphIR", "extract_step_graph", "step_fingerprint", "ARG_OP", "Endpoint",
+           "timeline_label", "SEND_OPS", "RECV_OPS", "attr_str"]
 
 ARG_OP = "_Arg"
 
@@ -126,7 +130,6 @@ class GraphIR:
             if not deps:
                 ready.append(name)
         ready.reverse()
-        seen_edges: dict[str, set[str]] = {}
         while ready:
             name = ready.pop()
             node = nodes[name]
@@ -145,7 +148,6 @@ class GraphIR:
             raise errors.InvalidArgumentError(
                 None, None, f"Graph has a cycle (or an input that never becomes ready) "
                 f"involving nodes {stuck}")
-        del seen_edges
         self.nodes = {n.name: n for n in order}
         return order
 
@@ -234,6 +236,61 @@ def extract_step_graph(graph: Any, feeds: Sequence[Any], fetches: Sequence[Any],
                   for t in fetches]
     ir.targets = [op.name for op in targets]
     return ir
+
+
+def _array_key(v: np.ndarray) -> tuple[Any, ...]:
+    """An array attr by content: dtype, shape and a digest of its bytes (one value
+    viewed as a bigger shape, a compact imported constant, is hashed as that value)."""
+    if v.dtype.hasobject:  # strings and other Python objects: no raw buffer
+        return ("ndarray", v.dtype.str, v.shape, repr(v.tolist()))
+    bcast = v.size > 1 and not any(v.strides)
+    data = np.ascontiguousarray(v[(0,) * v.ndim] if bcast else v)
+    return ("ndarray", v.dtype.str, v.shape, bcast,
+            hashlib.blake2b(data.tobytes(), digest_size=32).digest())
+
+
+def _attr_key(v: Any) -> Any:
+    """A value whose ``repr`` tells ``v`` from any other attr value: plain values as
+    they are (the repr of ``1``, ``1.0``, ``True`` and ``"1"`` differ), arrays by
+    content, lists element by element, anything else by its type and repr."""
+    t = type(v)
+    if t is str or t is int or t is float or t is bool or t is bytes or v is None:
+        return v
+    if t is DType:
+        return ("DType", v.as_datatype_enum)
+    if t is np.ndarray:
+        return _array_key(v)
+    if t is list or t is tuple:
+        return (t.__name__, [_attr_key(x) for x in v])
+    dims = getattr(v, "_dims", _NO_DIMS)  # a TensorShape: its dims, cheaply
+    if dims is not _NO_DIMS:
+        return (t.__name__, dims)
+    return (t.__name__, repr(v))
+
+
+_NO_DIMS = object()
+
+
+def step_fingerprint(ir: GraphIR) -> bytes:
+    """A digest of everything a compile reads from a freshly extracted step graph
+    (:func:`extract_step_graph`, before any pass ran): the nodes in order with their
+    names, op types, data and control inputs, requested devices, attrs (``_class``
+    colocation included; array attrs by content) and input and output dtypes and
+    shapes, and the step's feeds, fetches and targets. Two extractions with the same
+    fingerprint compile to the same step, so a step cached for one graph version stays
+    valid for a later version whose step graph has the same fingerprint (what the rest
+    of the graph holds, e.g. ops that share a variable with the step, is the caller's to
+    compare)."""
+    h = hashlib.blake2b(digest_size=32)
+    for n in ir.nodes.values():
+        attrs = n.node_attrs
+        key = (n.name, n.type, n.inputs, n.control_inputs, n.device,
+               [(k, _attr_key(attrs[k])) for k in sorted(attrs)],
+               [_attr_key(x) for x in n.out_dtypes], [_attr_key(x) for x in n.out_shapes],
+               [_attr_key(x) for x in n.in_dtypes], [_attr_key(x) for x in n.in_shapes])
+        h.update(repr(key).encode("utf-8", "backslashreplace"))
+    h.update(repr((ir.feeds, ir.fetches, ir.targets)).encode("utf-8", "backslashreplace"))
+    return h.digest()
 
 
 # -- labels for step stats ------------------------------------------------------------------

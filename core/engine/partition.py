@@ -347,6 +347,8 @@ class _LoopInfo:
     frames that span several devices (TF's AddControlFlow)."""
 
     def __init__(self, ir: GraphIR, dev_of: dict[str, Any]):
+        """Walk ``ir`` in topological order once, recording each node's frame and
+        every device each frame (and its nested frames) touches."""
         self.out_frame: dict[str, str] = {}  # node -> frame of its outputs ("" = root)
         self.parent: dict[str, str] = {}  # frame -> enclosing frame
         self.loop_cond: dict[str, str] = {}  # frame -> its LoopCond node

@@ -195,6 +195,8 @@ class RendezvousMgr:
         self._table: dict[int, Rendezvous] = {}
 
     def find_or_create(self, step_id: int) -> Rendezvous:
+        """The step's rendezvous, made on first use (a tensor may arrive before the
+        step starts here)."""
         with self._lock:
             r = self._table.get(step_id)
             if r is None:
@@ -218,12 +220,15 @@ class RendezvousMgr:
                 del self._table[step_id]
 
     def cleanup(self, step_id: int) -> None:
+        """Forget the step's rendezvous now that the step is over; if it still holds
+        entries, abort it, so that no receive whose send never came waits on."""
         with self._lock:
             r = self._table.pop(step_id, None)
         if r is not None and len(r):
             r.abort(errors.AbortedError(None, None, f"step {step_id} is over"))
 
     def abort_all(self, error: BaseException) -> None:
+        """Abort every in-flight step's rendezvous with ``error``."""
         with self._lock:
             rs = list(self._table.values())
         for r in rs:

@@ -22,10 +22,11 @@ from ..base import dtypes as _dt
 from ..base.tensor_codec import (AttrValue, GRAPH_DEF_VERSION,
                                  GRAPH_DEF_VERSION_MIN_CONSUMER,
                                  GRAPH_DEF_VERSION_MIN_PRODUCER, GraphDef,
-                                 INTERNAL_ATTR_KINDS, NodeDef, TensorProto, VAL_FIELD,
-                                 attr_value_of, check_attr_constraints, dtype_of_array,
+                                 INTERNAL_ATTR_KINDS, NodeDef, TensorProto,
+                                 attr_value_of, dtype_of_array,
                                  fill_attr_value, fill_tensor_proto, make_ndarray,
                                  make_tensor_proto, python_attr_of, text_of_bytes)
+from ..plugin.node_def import decode_node_attrs
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph, Operation, Tensor
@@ -63,18 +64,6 @@ def _fill_tensor_attr(target: TensorProto, value: np.ndarray, dtype: _dt.DType |
                            shape=list(value.shape))
     else:
         fill_tensor_proto(target, value, dtype=dtype)
-
-
-def _tensor_attr_array(tp: TensorProto) -> np.ndarray:
-    """make_ndarray, but a single value filling a bigger shape stays one value viewed
-    as that shape (read-only), so writing the node back gives the same compact proto."""
-    arr = make_ndarray(tp)
-    if not tp.tensor_content and arr.size > 1:
-        field = VAL_FIELD.get(_dt.as_dtype(tp.dtype).base_dtype)
-        per_value = 2 if field in ("scomplex_val", "dcomplex_val") else 1
-        if field is not None and len(getattr(tp, field)) == per_value:
-            arr = np.broadcast_to(arr.reshape(-1)[:1].reshape(()), arr.shape)
-    return arr
 
 
 def _fill_node_attr(av: AttrValue, op: "Operation", name: str, value: Any) -> None:
@@ -196,58 +185,10 @@ def _remove_producer_default_attrs(producer_op_list: Any, graph_def: GraphDef,
                     break
 
 
-def _is_default_like(av: Any) -> bool:
-    """An AttrValue holding a zero value (false, 0, empty string or list)."""
-    which = av.WhichOneof("value")
-    if which is None:
-        return True
-    if which == "list":
-        lv = av.list
-        return not any(len(getattr(lv, f)) for f in ("s", "i", "f", "b", "type", "shape",
-                                                     "tensor", "func"))
-    if which in ("s", "i", "f", "b"):
-        return not getattr(av, which)
-    return False
-
-
 def _node_attrs(node: NodeDef, op_def: Any, where: str) -> dict[str, Any]:
-    attrs: dict[str, Any] = {}
-    for key in node.attr:
-        av = node.attr[key]
-        adef = op_def.attrs.get(key)
-        if adef is None:
-            if not key.startswith("_") and _is_default_like(av):
-                # An attr a newer TF added with its default value (MatMul's grad_a,
-                # MaxPool's explicit_paddings ...): dropping it keeps the meaning.
-                continue
-            if not key.startswith("_"):
-                raise ValueError(f"{where}: NodeDef mentions attr '{key}' not in the op "
-                                 f"definition of '{op_def.name}' (attrs: "
-                                 f"{', '.join(sorted(op_def.attrs)) or 'none'})")
-            kind = INTERNAL_ATTR_KINDS.get(key)
-            try:
-                attrs[key] = python_attr_of(av, kind)
-            except (TypeError, ValueError):
-                attrs[key] = python_attr_of(av)
-            continue
-        try:
-            if adef.kind == "tensor" and av.WhichOneof("value") == "tensor":
-                value = _tensor_attr_array(av.tensor)
-            else:
-                value = python_attr_of(av, adef.kind)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{where}: attr '{key}': {e}") from None
-        check_attr_constraints(adef, value, where)
-        attrs[key] = value
-    for key, adef in op_def.attrs.items():
-        if key in attrs:
-            continue
-        if not adef.has_default:
-            raise ValueError(f"{where}: NodeDef is missing attr '{key}', which the op "
-                             f"definition of '{op_def.name}' requires (no default)")
-        d = adef.default
-        attrs[key] = list(d) if isinstance(d, list) else d
-    return attrs
+    """The node's attrs as Python values, checked against its OpDef, defaults filled
+    (:func:`~flowrt.plugin.node_def.decode_node_attrs`)."""
+    return decode_node_attrs(node.attr, op_def, where)
 
 
 def _expected_inputs(op_def: Any, attrs: Mapping[str, Any]) -> list[tuple[_dt.DType, bool]]:

@@ -141,8 +141,10 @@ def _make_fetch(graph: Graph, fetches: Any) -> _Fetch:
     return _Fetch(elements, build)
 
 
-def _to_user(v: Any) -> Any:
-    """What ``run`` hands back: numpy values the caller owns."""
+def _to_user(v: Any, runtime: Any = None) -> Any:
+    """What ``run`` hands back: numpy values the caller owns. A device array (a GPU
+    result) comes back through the ``to_host`` of the ``runtime``'s device type that
+    :meth:`~flowrt.device.DeviceType.holds` it."""
     t = type(v)
     if t is np.ndarray:
         if v.ndim == 0:
@@ -151,12 +153,12 @@ def _to_user(v: Any) -> Any:
             return v.copy()
         return v
     if t is VarRef:
-        return _to_user(v.read())
+        return _to_user(v.read(), runtime)
     if isinstance(v, (np.generic, bytes)) or v is None:
         return v
-    to_host = getattr(v, "get", None)  # device arrays (cupy) come back to the host
-    if to_host is not None and not isinstance(v, (dict, list)):
-        return to_user_host(v)
+    dt = _holder(runtime, v)
+    if dt is not None:
+        return to_user_host(v, dt)
     return v
 
 
@@ -168,37 +170,26 @@ def _check_feed_shape(t: Any, shape: Any, s: tuple[int, ...]) -> None:
                              f"'{t.name}', which has shape '{shape}'")
 
 
-_DL_CUDA = (2, 13)  # DLPack's kDLCUDA and kDLCUDAManaged
+#: values never held by a device type: converted with numpy, no device type asked
+_HOST_TYPES = (np.ndarray, np.generic, list, tuple, dict, int, float, complex, bool, str,
+               bytes, type(None))
 
 
-def _on_gpu(v: Any) -> bool:
-    """Whether a feed value is a GPU array (CuPy's, or any DLPack exporter on CUDA)."""
-    if hasattr(v, "__cuda_array_interface__"):
-        return True
-    dev = getattr(v, "__dlpack_device__", None)
-    if dev is None:
-        return False
-    try:
-        return int(dev()[0]) in _DL_CUDA
-    except Exception:  # noqa: BLE001 - not a usable exporter: fed the ordinary way
-        return False
+def _holder(runtime: Any, v: Any) -> Any:
+    """The device type of ``runtime`` whose memory holds ``v`` (a GPU array fed or
+    fetched: :meth:`~flowrt.device.DeviceType.holds`), or None for a host value. The
+    device plugins decide; the session imports no device library."""
+    if runtime is None or isinstance(v, _HOST_TYPES):
+        return None
+    for dt in runtime.device_types.values():
+        if dt.holds(v):
+            return dt
+    return None
 
 
-def _gpu_feed(v: Any, npd: Any) -> Any:
-    """A GPU feed as a CuPy array of dtype ``npd``, without a copy when it already is
-    one (torch and JAX tensors are wrapped through DLPack)."""
-    try:
-        import cupy  # noqa: PLC0415 - only when a GPU array is fed
-    except ImportError as e:
-        raise TypeError(f"a GPU array was fed, but cupy is not installed: {e}") from None
-    a = v if isinstance(v, cupy.ndarray) else cupy.from_dlpack(v)
-    if a.dtype != npd:
-        a = a.astype(npd)
-    return a
-
-
-def to_user_host(v: Any) -> Any:
-    h = v.get()
+def to_user_host(v: Any, device_type: Any) -> Any:
+    """A device array ``v`` as a host value the caller owns (0-d: a numpy scalar)."""
+    h = device_type.to_host(v)
     return h[()] if getattr(h, "ndim", 1) == 0 else h
 
 
@@ -217,20 +208,22 @@ class _Signature:
 
 
 def _results(sig: _Signature, fetch: _Fetch, values: Sequence[Any],
-             feed_values: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+             feed_values: Sequence[Any], args: Sequence[Any],
+             runtime: Any = None) -> list[Any]:
     """The fetched values in fetch order: computed ones as :func:`_to_user` gives them,
     fed ones as TF 1.x returns them, ``np.asarray(fed value, dtype=<the tensor's numpy
     dtype>)`` (a fed ``tf.string`` comes back as the objects that were fed)."""
     out: list[Any] = [None] * len(fetch.elements)
     for pos, vi in sig.fetch_index:
-        out[pos] = _to_user(values[vi])
+        out[pos] = _to_user(values[vi], runtime)
     if sig.fetch_fed:
         if sig.feed_pick is not None:
             feed_values = [feed_values[i] for i in sig.feed_pick]
         for pos, fi in sig.fetch_fed:
             v, npd = feed_values[fi], sig.feed_np[fi]
             try:
-                out[pos] = _to_user(args[fi]) if _on_gpu(v) else np.asarray(v, dtype=npd)
+                out[pos] = (_to_user(args[fi], runtime) if _holder(runtime, v) is not None
+                            else np.asarray(v, dtype=npd))
             except (OverflowError, ValueError, TypeError):
                 # numpy 2 refuses what TF's numpy wrapped (``[300]`` as int8): the value
                 # as it was fed, converted the way the feed was
@@ -390,7 +383,7 @@ class BaseSession:
                 _fill_step_stats(run_metadata, stats, t_start, p0)
             if options is not None and getattr(options, "output_partition_graphs", False):
                 run_metadata.partition_graphs.extend(self._msession.partition_graphs(sig.cid))
-        return fetch.build(_results(sig, fetch, values, fvals, args))
+        return fetch.build(_results(sig, fetch, values, fvals, args, self._runtime))
 
     def _make_signature(self, fetch: _Fetch, feed_keys: tuple[Any, ...]) -> _Signature:
         g = self._graph
@@ -435,8 +428,9 @@ class BaseSession:
         for t, npd, shape, v in zip(sig.feed_tensors, sig.feed_np, sig.feed_shapes, values):
             if type(v) is np.ndarray and v.dtype == npd:
                 a = v.view()
-            elif npd is not None and npd.kind != "O" and _on_gpu(v):
-                a = _gpu_feed(v, npd)  # stays in GPU memory (DLPack: no copy)
+            elif npd is not None and npd.kind != "O" and \
+                    (holder := _holder(self._runtime, v)) is not None:
+                a = holder.feed(v, npd)  # stays in GPU memory (DLPack: no copy)
                 _check_feed_shape(t, shape, a.shape)
                 args.append(a)
                 continue
@@ -498,7 +492,8 @@ class BaseSession:
             md = kw.get("run_metadata")
             if md is not None and stats is not None:
                 _fill_step_stats(md, stats, t_start, p0)
-            return fetch.build(_results(sig, fetch, values, feed_values, args))
+            return fetch.build(_results(sig, fetch, values, feed_values, args,
+                                        self._runtime))
 
         return call
 
@@ -555,12 +550,17 @@ _named_lock = threading.Lock()
 
 
 def _master_for(runtime: Any, target: str, config: Any) -> Any:
+    """The master service (:class:`~flowrt.plugin.services.MasterService`) of a
+    session target, from the transport of its scheme. ``""`` is a master and worker
+    of this session alone, built as an ``inproc://`` server's are
+    (:meth:`Master.in_process <flowrt.master.Master.in_process>`), called directly
+    (arrays by reference). It does not ask the runtime for the ``inproc`` transport:
+    that would load every transport plugin (grpc, zmq) for an in-process session."""
     scheme, address = parse_target(target)
     if scheme == "":
         from ..service.master import Master
-        from ..service.worker import Worker
 
-        return Master(runtime, Worker(runtime, "localhost", 0, config))
+        return Master.in_process(runtime, config)
     transport = runtime.transport(scheme)
     return transport.master_client(address)
 

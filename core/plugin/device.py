@@ -76,5 +76,27 @@ class DeviceType:
         self.unavailable_reason: str | None = None
         self.plugin: str | None = None
 
+    # -- values a caller hands in or gets back (feeds and fetches) ---------------------
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is an array in this type's memory (a CuPy array, a DLPack
+        exporter on a CUDA device ...): a feed the session passes through :meth:`feed`
+        instead of converting it with numpy, or a fetched value it copies back with
+        :meth:`to_host`. Called for feed and fetch values that are not numpy or Python
+        values; must be cheap and must not import the device's library just to answer
+        no. The default holds nothing (host memory only)."""
+        return False
+
+    def feed(self, value: Any, np_dtype: Any) -> Any:
+        """A fed value this type :meth:`holds`, as the array its kernels take, of numpy
+        dtype ``np_dtype``: without a copy where possible (DLPack), so a GPU feed stays
+        in GPU memory. Raise ``TypeError`` if the value cannot be taken (the device's
+        library is missing)."""
+        raise NotImplementedError(f"device type {self.name}: need feed")
+
+    def to_host(self, value: Any) -> np.ndarray:
+        """A value this type :meth:`holds` (a fetched device array, or a fed one fetched
+        back) as a host numpy array the caller owns."""
+        raise NotImplementedError(f"device type {self.name}: need to_host")
+
     def __repr__(self) -> str:
         return f"DeviceType({self.name!r}, priority={self.priority})"

@@ -67,7 +67,10 @@ def flowrt_kernel_sets() -> "list[KernelSet]":
 
     :returns: a list of :class:`~flowrt.op_registry.KernelSet`. An op, a kernel for the
         same (op, device type), a gradient or an API name defined by two plugins is an
-        error naming both.
+        error naming both. The framework ops the core inserts (``_Send``, ``_Recv``,
+        ``Const``, ``Identity``, ``NoOp``, ``Placeholder``) are the core's own essential
+        kernel set (``flowrt.engine.essential``, never blocked): plugins may add kernels
+        for them on their own device types, never define them.
     """
 
 
@@ -77,7 +80,8 @@ def flowrt_graph_passes() -> "list[GraphPass]":
 
     Called once per runtime, when the first step is compiled. Passes run in ascending
     ``order`` after pruning and before placement; each can be switched off by name in
-    the session config.
+    the session config. A pass whose output only an in-process worker can run sets
+    ``GraphPass.local_only = True``: the master skips it for steps with remote tasks.
 
     :returns: a list of :class:`~flowrt.passes.GraphPass`; duplicate names are an error
         naming both plugins.

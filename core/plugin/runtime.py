@@ -20,7 +20,16 @@ from . import hookspecs
 from ..base.errors import NotFoundError
 
 __all__ = ["Runtime", "PluginInfo", "default_runtime", "set_default_runtime",
-           "BUILTIN_PLUGINS", "PluginError"]
+           "BUILTIN_PLUGINS", "ESSENTIAL_PLUGINS", "PluginError"]
+
+#: The core's own plugins, registered by every runtime before any other and never
+#: blocked (as pytest's ``essential_plugins``): the essential kernel set defines the ops
+#: the core inserts or needs to run any graph (``_Send``, ``_Recv``, ``Const``,
+#: ``Identity``, ``NoOp``, ``Placeholder``). Named by module so that this layer imports
+#: nothing above it.
+ESSENTIAL_PLUGINS: dict[str, str] = {
+    "essential": "flowrt.engine.essential",
+}
 
 #: Built-in plugins by entry-point name. They are loaded through the ``flowrt``
 #: entry-point group like any other; this list lets a vendored or frozen copy without
@@ -73,6 +82,15 @@ class Runtime:
                  plugins: dict[str, Any] | None = None, builtins: bool = True):
         env_block = os.environ.get("FLOWRT_BLOCK_PLUGINS", "")
         self.blocked = set(block) | {b.strip() for b in env_block.split(",") if b.strip()}
+        refused = sorted(self.blocked & set(ESSENTIAL_PLUGINS))
+        if refused:
+            where = ("FLOWRT_BLOCK_PLUGINS" if refused[0] not in set(block)
+                     else "Runtime(block=...)")
+            raise PluginError(
+                f"plugin {refused[0]!r} cannot be blocked ({where}): it is the core's "
+                f"essential kernel set (the ops partitioning, feeds and fetches need: "
+                f"_Send, _Recv, Const, Identity, NoOp, Placeholder). Block the plugins "
+                f"that provide other ops (e.g. 'standard') instead.")
         if autoload is None:
             autoload = not os.environ.get("FLOWRT_DISABLE_PLUGIN_AUTOLOAD")
         self.autoload = autoload
@@ -121,6 +139,11 @@ class Runtime:
         order = list(BUILTIN_PLUGINS)
         eps.sort(key=lambda ep: (0, order.index(ep.name), "") if ep.name in BUILTIN_PLUGINS
                  else (1, 0, ep.name))
+        if self._builtins:  # the essential plugins first; never blocked (see __init__)
+            for name, mod in ESSENTIAL_PLUGINS.items():
+                seen.add(name)
+                info = self._infos[name] = PluginInfo(name, mod, "flowrt", None, True)
+                self._register(pm, info, lambda mod=mod: importlib.import_module(mod))
         for ep in eps:
             if ep.name in seen:
                 other = self._infos[ep.name]

@@ -36,8 +36,10 @@ class Transport:
     """A transport plugin's entry: one URL scheme (``inproc``, ``grpc``, ``zmq``).
 
     Subclasses implement :meth:`start_server`, :meth:`master_client` and
-    :meth:`worker_client`. Clients expose the same methods as the local
-    :class:`~flowrt.master.Master` and :class:`~flowrt.worker.Worker` objects.
+    :meth:`worker_client`. A master client implements
+    :class:`~flowrt.plugin.services.MasterService` and a worker client
+    :class:`~flowrt.plugin.services.WorkerService`, as the local
+    :class:`~flowrt.master.Master` and :class:`~flowrt.worker.Worker` objects do.
     """
 
     scheme: str = ""

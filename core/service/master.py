@@ -17,21 +17,22 @@ import threading
 import time
 import weakref
 from concurrent import futures
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ..base import errors
 from ..base import threads as _threads
 from ..engine.cost_model import CostModel
 from ..base.device_spec import DeviceSpec
 from ..engine.executor import NodeStat
-from ..engine.ir import GraphIR, extract_step_graph
+from ..engine.ir import GraphIR, extract_step_graph, step_fingerprint
 from ..plugin.op_registry import expand_args
 from ..plugin.runtime import import_client_graph
 from ..engine.partition import (Partition, partition, partition_graph_defs, pull_together,
                                 split_stages)
 from ..engine.placement import place
 
-__all__ = ["Master", "MasterSession", "CompiledStep", "HEALTH_CHECK_PERIOD"]
+__all__ = ["Master", "MasterSession", "CompiledStep", "StepPart", "StagedParts",
+           "HEALTH_CHECK_PERIOD"]
 
 _step_ids = itertools.count(1)
 
@@ -107,18 +108,75 @@ def _cancel_steps_at_exit(deadline: float) -> None:
 STAGED = os.environ.get("FLOWRT_STAGED", "1") != "0"
 
 
-class CompiledStep:
-    """A registered step: which worker runs which partition, and the graph version."""
+class StepPart:
+    """One worker's share of a compiled step: the registered graph it runs.
 
-    __slots__ = ("feeds", "fetches", "targets", "version", "parts", "n_feeds", "placement",
-                 "ir", "partitions", "push", "first_inline", "staged")
+    A slotted class rather than a NamedTuple: the per-step path reads its fields, and
+    slot reads are as fast as indexing a plain tuple (a tuple subclass's are not). It
+    still unpacks and indexes as ``(worker, handle, fetch_positions)``."""
+
+    __slots__ = ("worker", "handle", "fetch_positions")
+
+    def __init__(self, worker: Any, handle: str, fetch_positions: list[int]):
+        #: the worker (an in-process ``Worker`` or a transport client)
+        self.worker = worker
+        #: the handle ``register_graph`` / ``register_partitions`` gave back
+        self.handle = handle
+        #: the positions among the step's fetches that this part's RunGraph reply fills
+        self.fetch_positions = fetch_positions
+
+    def _fields(self) -> tuple[Any, str, list[int]]:
+        return (self.worker, self.handle, self.fetch_positions)
+
+    def __iter__(self) -> Any:
+        return iter(self._fields())
+
+    def __getitem__(self, i: int) -> Any:
+        return self._fields()[i]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StepPart) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StepPart({self.worker!r}, {self.handle!r}, {self.fetch_positions})"
+
+    def _replace(self, **changes: Any) -> "StepPart":
+        """A copy with some fields replaced (as ``NamedTuple._replace``)."""
+        return StepPart(**{"worker": self.worker, "handle": self.handle,
+                           "fetch_positions": self.fetch_positions, **changes})
+
+
+class StagedParts(NamedTuple):
+    """The three parts of a staged step (see :func:`~flowrt.partition.split_stages`),
+    by role; :meth:`MasterSession._run_staged` runs ``first``, ``local``, ``second``."""
+
+    #: the other task's first stage: depends on nothing from the master's task
+    first: StepPart
+    #: the other task's second stage: takes what the master's task sent it
+    second: StepPart
+    #: the master's own task's part
+    local: StepPart
+
+
+class CompiledStep:
+    """A registered step: which worker runs which partition, and the graph version.
+
+    ``key`` identifies what the step was compiled from (:meth:`MasterSession._step_key`):
+    when the graph's version changes but the key of the step's new extraction is the
+    same, the step stays registered and only ``version`` moves on."""
+
+    __slots__ = ("feeds", "fetches", "targets", "version", "parts", "placement",
+                 "ir", "partitions", "push", "first_inline", "staged", "key")
 
     def __init__(self, feeds: tuple[str, ...], fetches: tuple[str, ...],
                  targets: tuple[str, ...]):
         self.feeds, self.fetches, self.targets = feeds, fetches, targets
         self.version = -1
-        self.parts: list[tuple[Any, str]] = []
-        self.n_feeds = len(feeds)
+        #: what the step was compiled from (None: compile it again when next run)
+        self.key: tuple[Any, ...] | None = None
+        self.parts: list[StepPart] = []
         self.placement: dict[str, str] = {}
         self.ir: GraphIR | None = None
         self.partitions: list[Any] = []
@@ -127,9 +185,8 @@ class CompiledStep:
         self.push: dict[int, tuple[str, int]] = {}
         #: the remote part run on the master's thread before the local one (or None)
         self.first_inline: int | None = None
-        #: a staged step (see split_stages): the indices in ``parts`` of the other
-        #: task's first stage, its second stage and the master's own task's part
-        self.staged: tuple[int, int, int] | None = None
+        #: a staged step (see split_stages): its three parts (also in ``parts``)
+        self.staged: StagedParts | None = None
 
 
 class _PassContext:
@@ -144,18 +201,17 @@ class _PassContext:
         self.targets = list(ir.targets)
 
 
-#: passes whose output only an in-process worker can run
-_LOCAL_PASSES = frozenset({"elementwise_fusion"})
-
-
-def _pass_enabled(config: Any, p: Any) -> bool:
+def _pass_enabled(config: Any, p: Any, remote: bool = False) -> bool:
     """A pass runs unless switched off: by name in ``FLOWRT_DISABLE_PASSES`` (``all``
     for every pass), by ``graph_options.optimizer_options.opt_level = L0``, by
     ``graph_options.rewrite_options.disable_meta_optimizer``, or by the rewrite option
     of the pass's own name set to ``RewriterConfig.OFF`` (TF's names, e.g.
-    ``constant_folding``)."""
+    ``constant_folding``). A pass that says its output only an in-process worker can
+    run (``GraphPass.local_only``) is skipped when the step has ``remote`` tasks."""
     import os
 
+    if remote and getattr(p, "local_only", False):
+        return False
     off = {x.strip() for x in os.environ.get("FLOWRT_DISABLE_PASSES", "").split(",")}
     if p.name in off or "all" in off:
         return False
@@ -213,7 +269,9 @@ class MasterSession:
         self.cost_model = CostModel()
         #: a restart of a task this session used, reported by its next step
         self.pending_error: BaseException | None = None
-        self._users: tuple[int, dict[str, list[Any]]] | None = None
+        #: (graph, its version, _colocated_users of it): a remote session's graph is
+        #: replaced by a new object on ExtendSession, so both are compared
+        self._users: tuple[Any, int, dict[str, list[Any]]] | None = None
 
     # -- compile ----------------------------------------------------------------------
     def make_callable(self, feeds: Sequence[str], fetches: Sequence[str],
@@ -255,9 +313,10 @@ class MasterSession:
                 not hasattr(self.graph, "get_operations"):
             return None
         version = self.graph.version
-        if self._users is None or self._users[0] != version:
-            self._users = (version, _colocated_users(self.graph))
-        users = self._users[1]
+        if self._users is None or self._users[0] is not self.graph or \
+                self._users[1] != version:
+            self._users = (self.graph, version, _colocated_users(self.graph))
+        users = self._users[2]
         out: dict[str, set[str]] = {}
         for name in ir.nodes:
             ops = users.get(name)
@@ -271,19 +330,53 @@ class MasterSession:
                 out[name] = ts
         return out
 
+    def _extract(self, cs: CompiledStep) -> GraphIR:
+        """The step graph of ``cs`` pruned from the session's current graph."""
+        feeds, fetches, targets = self._resolve(cs)
+        return extract_step_graph(self.graph, feeds, fetches, targets)
+
+    def _step_key(self, ir: GraphIR, runtime: Any, devices: list[Any]) -> tuple[Any, ...]:
+        """What a compile of the freshly extracted ``ir`` depends on: the step graph's
+        content (:func:`~flowrt.ir.step_fingerprint`), the devices it may use and, for
+        each of its nodes whose reference ops elsewhere in the graph use, the device
+        types those ops allow (:meth:`_colocated_types`: a new op using a variable of
+        the step can move the variable)."""
+        types = self._colocated_types(ir, runtime, devices)
+        frozen = None if types is None else \
+            tuple(sorted((k, tuple(sorted(v))) for k, v in types.items()))
+        return (step_fingerprint(ir), tuple(d.name for d in devices), frozen)
+
+    def _refresh(self, cs: CompiledStep) -> None:
+        """The graph's version changed since ``cs`` was compiled: extract its step graph
+        again and keep the compiled step (registered partitions included) when its key
+        is unchanged; compile it again otherwise. Called with ``_lock`` held."""
+        version = self.graph.version
+        if cs.key is not None:
+            runtime = self.master.runtime
+            devices = [d for w in self.master.workers_for(self.config) for d in w.devices]
+            if self._step_key(self._extract(cs), runtime, devices) == cs.key:
+                cs.version = version
+                return
+        self._compile(cs)
+
     def _compile(self, cs: CompiledStep) -> None:
+        """Compile ``cs`` for the session's current graph: extract its step graph, run
+        the graph passes, place, partition, register each worker's partitions (first
+        deregistering what an earlier compile registered) and record the parts, the
+        placement, the graph version and the key (:meth:`_step_key`)."""
         runtime = self.master.runtime
         version = self.graph.version
-        feeds, fetches, targets = self._resolve(cs)
-        ir = extract_step_graph(self.graph, feeds, fetches, targets)
+        ir = self._extract(cs)
         workers = self.master.workers_for(self.config)
         devices = [d for w in workers for d in w.devices]
+        key = self._step_key(ir, runtime, devices)
         ctx = _PassContext(runtime, self.config, ir,
                            frozenset(d.device_type for d in devices))
         remote = any(w is not self.master.local_worker for w in workers)
         for p in runtime.graph_passes:
-            # fused kernels hold Python values with no wire form: not for remote tasks
-            if _pass_enabled(self.config, p) and not (remote and p.name in _LOCAL_PASSES):
+            # a local_only pass's output (fused kernels holding Python values with no
+            # wire form) is not for remote tasks
+            if _pass_enabled(self.config, p, remote):
                 p.run(ir, ctx)
         cfg = self.config
         placed = place(ir, devices, runtime,
@@ -295,8 +388,9 @@ class MasterSession:
         used = {id(owners[id(d)]): owners[id(d)] for d in placed.values()}
         threads = int(cfg.inter_op_parallelism_threads) if cfg is not None else 0
         for p in cs.parts:
-            p[0].deregister_graph(p[1])
+            p.worker.deregister_graph(p.handle)
         cs.parts = []
+        cs.key = None
         cs.push = {}
         cs.first_inline = None
         cs.staged = None
@@ -306,7 +400,7 @@ class MasterSession:
                 cs.partitions = parts
                 cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
                 cs.ir = ir
-                cs.version = version
+                cs.version, cs.key = version, key
                 return
             together = pull_together(parts, runtime)
             by_worker: dict[int, list[Any]] = {}
@@ -321,14 +415,14 @@ class MasterSession:
                 mine = [n for p in wparts for n in p.ir.nodes if n in together]
                 h = w.register_partitions(self.handle, wparts, len(ir.fetches), threads,
                                           mine)
-                cs.parts.append((w, h, sorted(pos for p in wparts
-                                              for pos in p.fetch_positions)))
+                cs.parts.append(StepPart(w, h, sorted(pos for p in wparts
+                                                      for pos in p.fetch_positions)))
             cs.push = self._push_sources(by_worker, used)
             cs.first_inline = self._first_inline(cs, by_worker)
             cs.partitions = parts
             cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
             cs.ir = ir
-            cs.version = version
+            cs.version, cs.key = version, key
             return
         worker = next(iter(used.values())) if used else workers[0]
         if len({d.name for d in placed.values()}) > 1:
@@ -339,10 +433,10 @@ class MasterSession:
             parts = [Partition(device, ir)]
             handle = worker.register_graph(self.handle, ir, ir.fetches, threads)
         cs.partitions = parts
-        cs.parts = [(worker, handle, list(range(len(ir.fetches))))]
+        cs.parts = [StepPart(worker, handle, list(range(len(ir.fetches))))]
         cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
         cs.ir = ir
-        cs.version = version
+        cs.version, cs.key = version, key
 
     def _stage(self, cs: CompiledStep, parts: list[Partition], used: dict[int, Any],
                n_fetches: int, threads: int) -> bool:
@@ -351,8 +445,7 @@ class MasterSession:
         cancel a waiting call (the master's thread makes the calls; the health
         checker's failure of the step must be able to end them)."""
         local = self.master.local_worker
-        if len(used) != 2 or id(local) not in used or not STAGED or \
-                not hasattr(local, "accept_pushed"):
+        if len(used) != 2 or id(local) not in used or not STAGED:
             return False
         other = next(w for w in used.values() if w is not local)
         if not getattr(other, "cancellable", False):
@@ -364,10 +457,11 @@ class MasterSession:
         mine = [p for p in parts if p.device.name in here]
         for stage in stages:
             h = other.register_partitions(self.handle, [stage], n_fetches, threads)
-            cs.parts.append((other, h, sorted(stage.fetch_positions)))
+            cs.parts.append(StepPart(other, h, sorted(stage.fetch_positions)))
         h = local.register_partitions(self.handle, mine, n_fetches, threads)
-        cs.parts.append((local, h, sorted(pos for p in mine for pos in p.fetch_positions)))
-        cs.staged = (0, 1, 2)
+        cs.parts.append(StepPart(local, h, sorted(pos for p in mine
+                                                  for pos in p.fetch_positions)))
+        cs.staged = StagedParts(*cs.parts)
         return True
 
     def _first_inline(self, cs: CompiledStep, by_worker: dict[int, list[Any]]) -> int | None:
@@ -379,10 +473,10 @@ class MasterSession:
         the step then ends the call at once), and the local part is light (little to
         overlap with the call)."""
         local = self.master.local_worker
-        remote = [i for i, (w, _h, _p) in enumerate(cs.parts) if w is not local]
+        remote = [i for i, p in enumerate(cs.parts) if p.worker is not local]
         if len(remote) != 1 or len(cs.parts) != 2:
             return None
-        w = cs.parts[remote[0]][0]
+        w = cs.parts[remote[0]].worker
         if id(w) not in cs.push or not getattr(w, "cancellable", False):
             return None
         find = self.master.runtime.find_kernel
@@ -391,7 +485,7 @@ class MasterSession:
                 k = find(n.type, p.device.device_type)
                 if k is None or k.kind == "async" or k.expensive:
                     return None
-        if not all(local.is_light(h) for lw, h, _p in cs.parts if lw is local):
+        if not all(local.is_light(p.handle) for p in cs.parts if p.worker is local):
             return None
         return remote[0]
 
@@ -403,7 +497,7 @@ class MasterSession:
         reply then carries those tensors and the local worker's receives wait locally:
         no RecvTensor round trip."""
         local = self.master.local_worker
-        if id(local) not in used or not hasattr(local, "accept_pushed"):
+        if id(local) not in used:
             return {}
         here = (local.job, local.task)
         out: dict[int, tuple[str, int]] = {}
@@ -436,7 +530,7 @@ class MasterSession:
         if cs.version != self.graph.version:
             with self._lock:
                 if cs.version != self.graph.version:
-                    self._compile(cs)
+                    self._refresh(cs)
         # at exit (only daemon threads run then) a new step could block on another task
         # after the steps in flight were cancelled: it is never started
         _threads.park_if_exiting()
@@ -458,6 +552,11 @@ class MasterSession:
 
     def _run_callable(self, cs: "CompiledStep", trace: bool, timeout_ms: int,
                       args: Sequence[Any]) -> tuple[list[Any], list[NodeStat] | None]:
+        """Run the compiled step ``cs`` once: a step wholly on the local worker with one
+        ``run_graph`` call, a staged one with :meth:`_run_staged`, any other with
+        :meth:`_run_on_workers`. Returns the fetched values and (``trace``) the node
+        stats, which also feed the session's cost model. A task that lost the step's
+        graphs (it restarted) is probed at once so that this step reports it."""
         stats: list[NodeStat] | None = [] if trace else None
         if not timeout_ms and self.config is not None:
             timeout_ms = self.config.operation_timeout_in_ms
@@ -465,8 +564,9 @@ class MasterSession:
         try:
             # a step wholly on another task still goes through _run_on_workers, so that
             # the health checker can fail it when that task stops answering
-            if len(cs.parts) == 1 and cs.parts[0][0] is self.master.local_worker:
-                worker, handle, _ = cs.parts[0]
+            parts = cs.parts
+            if len(parts) == 1 and parts[0].worker is self.master.local_worker:
+                worker, handle = parts[0].worker, parts[0].handle
                 step_id = next(_step_ids) if worker is self.master.local_worker and \
                     self.master.cluster is None else random.getrandbits(63) or 1
                 try:
@@ -482,7 +582,8 @@ class MasterSession:
             if "is not registered" in e.message:
                 # a task lost our graphs: it restarted. Find out now rather than at the
                 # next health check, so that this step reports it and the next recovers
-                for w, _h, _p in list(cs.parts):
+                for p in list(cs.parts):
+                    w = p.worker
                     if w is not self.master.local_worker and self.master.probe(w):
                         pending = self._take_pending()
                         if pending is not None:
@@ -501,7 +602,7 @@ class MasterSession:
 
         master = self.master
         step_id = random.getrandbits(63) or 1
-        workers = [p[0] for p in cs.parts]
+        workers = [p.worker for p in cs.parts]
         local = master.local_worker
         fl = _Inflight(step_id, workers, local)
         master._inflight[step_id] = fl
@@ -514,7 +615,7 @@ class MasterSession:
         first = cs.first_inline
 
         def run(i: int) -> None:
-            w, h, _ = cs.parts[i]
+            w, h = cs.parts[i].worker, cs.parts[i].handle
             try:
                 if w is local and pushed_from:
                     r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
@@ -546,8 +647,8 @@ class MasterSession:
                     raise errors.UnavailableError(None, None, down)
             pool = _partition_pool()
             inline = None
-            for i, (w, _h, _p) in enumerate(cs.parts):
-                if w is local and inline is None:
+            for i, p in enumerate(cs.parts):
+                if p.worker is local and inline is None:
                     inline = i
                 elif i != first:
                     pool.submit(run, i)
@@ -562,7 +663,7 @@ class MasterSession:
                     break
                 remaining -= 1
                 if r is not None:
-                    for pos in cs.parts[i][2]:
+                    for pos in cs.parts[i].fetch_positions:
                         out[pos] = r[pos]
             if fl.error is not None:
                 raise fl.error
@@ -583,10 +684,12 @@ class MasterSession:
         first failure aborts the step on both tasks and is raised; the health checker
         failing the step ends a waiting call at once."""
         master = self.master
-        ia, ib, il = cs.staged  # type: ignore[misc]
-        other, ha, pos_a = cs.parts[ia]
-        _, hb, pos_b = cs.parts[ib]
-        local, hl, pos_l = cs.parts[il]
+        staged: StagedParts = cs.staged  # type: ignore[assignment]
+        other, ha, pos_a = staged.first.worker, staged.first.handle, \
+            staged.first.fetch_positions
+        hb, pos_b = staged.second.handle, staged.second.fetch_positions
+        local, hl, pos_l = staged.local.worker, staged.local.handle, \
+            staged.local.fetch_positions
         here, there = (local.job, local.task), (other.job, other.task)
         step_id = random.getrandbits(63) or 1
         fl = _Inflight(step_id, [other, local], local)
@@ -636,18 +739,20 @@ class MasterSession:
                 f"was never sent to the master (it has {self.graph_version})")
 
     def release_callable(self, cid: int) -> None:
+        """Forget the callable ``cid`` and deregister its graphs from their workers."""
         with self._lock:
             cs = self._callables.pop(cid, None)
             if cs is not None:
                 self._by_sig = {k: v for k, v in self._by_sig.items() if v != cid}
-                for w, h, _ in cs.parts:
-                    w.deregister_graph(h)
+                for p in cs.parts:
+                    p.worker.deregister_graph(p.handle)
 
     def partition_graphs(self, cid: int) -> list[Any]:
         """The compiled step's per-device graphs as GraphDefs."""
         return partition_graph_defs(self._callables[cid].partitions)
 
     def placement_of(self, cid: int) -> dict[str, str]:
+        """``{node name: assigned device}`` of the compiled step ``cid``."""
         return dict(self._callables[cid].placement)
 
     def invalidate(self, worker: Any, error: BaseException | None = None) -> None:
@@ -656,9 +761,9 @@ class MasterSession:
         with self._lock:
             hit = False
             for cs in self._callables.values():
-                if any(p[0] is worker for p in cs.parts):
-                    cs.parts = [p for p in cs.parts if p[0] is not worker]
-                    cs.version = -1
+                if any(p.worker is worker for p in cs.parts):
+                    cs.parts = [p for p in cs.parts if p.worker is not worker]
+                    cs.version, cs.key = -1, None
                     hit = True
             if hit and error is not None:
                 self.pending_error = error
@@ -700,7 +805,8 @@ def _matches(filters: Sequence[str], job: str, task: int) -> bool:
 
 
 class Master:
-    """The master service of one target.
+    """The master service of one target: the in-process implementation of
+    :class:`~flowrt.plugin.services.MasterService`.
 
     :param runtime: the runtime
     :param local_worker: the worker in this process (in-process sessions use only it)
@@ -716,6 +822,7 @@ class Master:
     def __init__(self, runtime: Any, local_worker: Any, cluster: Any = None,
                  transport: Any = None, health_check_period: float | None = None,
                  session_gc_seconds: float | None = None):
+        """See the class's parameters; starts the session collector if asked."""
         self.runtime = runtime
         self.local_worker = local_worker
         self.cluster = cluster
@@ -739,6 +846,16 @@ class Master:
         if self.session_gc_seconds > 0:
             threading.Thread(target=self._gc_loop, name="flowrt-session-gc",
                              daemon=True).start()
+
+    @classmethod
+    def in_process(cls, runtime: Any, config: Any = None) -> "Master":
+        """A master with a worker of its own, in this process (``/job:localhost``):
+        the master of ``Session("")`` and of a named ``inproc://`` server. Its steps
+        call the worker directly, arrays by reference. ``config``: the
+        ``ConfigProto`` the worker discovers its devices with."""
+        from .worker import Worker
+
+        return cls(runtime, Worker(runtime, "localhost", 0, config))
 
     # -- the cluster ----------------------------------------------------------------
     def worker_for(self, job: str, task: int) -> Any:
@@ -784,7 +901,7 @@ class Master:
         devices; name the first task that never answered."""
         deadline = time.monotonic() + deadline_s
         for w in workers:
-            if w is self.local_worker or not hasattr(w, "get_status"):
+            if w is self.local_worker:
                 continue
             delay = 0.05
             while True:
@@ -792,7 +909,7 @@ class Master:
                     left = max(0.2, deadline - time.monotonic())
                     resp = w.get_status(timeout=min(left, 10.0))
                     key = (w.job, w.task)
-                    if getattr(resp, "job", "") and (resp.job, resp.task) != key:
+                    if resp.job and (resp.job, resp.task) != key:
                         raise errors.InvalidArgumentError(
                             None, None, f"the server at {w.target} is "
                             f"/job:{resp.job}/task:{resp.task}, but the cluster says "
@@ -887,12 +1004,17 @@ class Master:
             s.invalidate(w, error)
 
     # -- sessions ---------------------------------------------------------------------
-    def create_session(self, graph: Any, config: Any = None) -> str:
-        """Start a session on ``graph`` (a Graph object in-process); returns its handle."""
+    def create_session(self, graph: Any, config: Any = None,
+                       connect_timeout: float | None = None) -> str:
+        """Start a session on ``graph`` (a Graph object in-process); returns its handle.
+        In a cluster, waits up to ``connect_timeout`` seconds (else the config's
+        ``operation_timeout_in_ms``, else 30 s) for every task to answer."""
         handle = f"s{next(self._ids)}_{random.getrandbits(48):012x}"
         if self.cluster is not None:
-            ms = config.operation_timeout_in_ms if config is not None else 0
-            self._connect(self.workers_for(config), ms / 1000.0 if ms > 0 else 30.0)
+            if connect_timeout is None:
+                ms = config.operation_timeout_in_ms if config is not None else 0
+                connect_timeout = ms / 1000.0 if ms > 0 else 30.0
+            self._connect(self.workers_for(config), connect_timeout)
         with self._lock:
             self._sessions[handle] = MasterSession(self, handle, graph, config)
         return handle
@@ -919,6 +1041,7 @@ class Master:
             raise errors.InvalidArgumentError(None, None, f"bad GraphDef: {e}") from None
 
     def session(self, handle: str) -> MasterSession:
+        """The session ``handle`` (``AbortedError`` when it is not known)."""
         s = self._sessions.get(handle)
         if s is None:
             raise self.not_found(handle)
@@ -962,6 +1085,7 @@ class Master:
                 pass
 
     def close_session(self, handle: str) -> None:
+        """Close a session: cancel its steps, deregister its graphs on every task."""
         with self._lock:
             s = self._sessions.pop(handle, None)
         if s is not None:
@@ -978,6 +1102,12 @@ class Master:
             self.close_session(h)
         for w in self.workers_for(None):
             w.reset(containers)
+
+    def shutdown(self, reason: str = "") -> None:
+        """Stop every task of the cluster, this one included (each task's
+        ``Server.join()`` returns)."""
+        self.shutdown_cluster(reason)
+        self.local_worker.shutdown(reason)
 
     def shutdown_cluster(self, reason: str = "") -> None:
         """Stop every other task of the cluster (their ``Server.join()`` returns); the

@@ -18,6 +18,7 @@ from ..base.device_spec import DeviceSpec
 from ..engine.executor import DEAD, Executor, NodeStat, SessionState, StepContext
 from ..engine.ir import GraphIR
 from ..engine.rendezvous import Rendezvous, RendezvousMgr, make_key
+from ..plugin.services import WorkerStatus
 
 __all__ = ["Worker"]
 
@@ -29,12 +30,16 @@ class _Registered:
     """A registered graph: one executor per device partition."""
 
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
-                 "positions", "transfers", "quick", "light", "together", "expect", "slow",
+                 "positions", "transfers", "answers_at_once", "no_expensive_kernel",
+                 "pulled_together_keys", "pulled_together_count", "slow_answers",
                  "recv_keys", "recvs_only")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int, pull_together: Sequence[str] = (),
                  task_of: Callable[[str], tuple[str, int] | None] = lambda d: None):
+        """``parts``: ``(executor, its step-wide fetch positions)`` per device;
+        ``pull_together`` and ``task_of`` (a device name's task): see
+        :meth:`Worker.register_graph`."""
         self.handle, self.session = handle, session
         self.parts = parts
         self.n_fetches = n_fetches
@@ -45,10 +50,13 @@ class _Registered:
         self.transfers = any(c.node.type in ("_Send", "_Recv")
                              for ex, _ in parts for c in ex.nodes)
         # no expensive kernel: a step of it takes little time once its inputs are there
-        self.light = not any(c.expensive for ex, _ in parts for c in ex.nodes)
-        # it runs straight through, never waiting for another step or task
-        self.quick = self.light and self.executor is not None and self.straight_line
-        self.slow = 0  # steps answered at once that took long (see Worker.not_quick)
+        self.no_expensive_kernel = not any(c.expensive for ex, _ in parts for c in ex.nodes)
+        # it runs straight through, never waiting for another step or task: a server
+        # may answer its RunGraph at once, on its I/O thread
+        self.answers_at_once = (self.no_expensive_kernel and self.executor is not None
+                                and self.straight_line)
+        # steps answered at once that took long (see Worker.not_quick)
+        self.slow_answers = 0
         # the rendezvous keys of its receives, and whether they are the only kernels
         # that may wait: with all of those values there, a step runs straight through
         self.recv_keys = tuple(
@@ -57,7 +65,7 @@ class _Registered:
                      str(c.node.node_attrs["recv_device"]),
                      str(c.node.node_attrs["tensor_name"]))
             for ex, _ in parts for c in ex.nodes if c.node.type == "_Recv")
-        self.recvs_only = self.light and self.executor is not None and all(
+        self.recvs_only = self.no_expensive_kernel and self.executor is not None and all(
             c.kind != "async" or c.node.type == "_Recv" for c in self.executor.nodes)
         # per sending device: the keys of the receives pulled together (see
         # _WorkerRendezvous)
@@ -70,13 +78,14 @@ class _Registered:
                     key = make_key(str(a["send_device"]), int(a["send_device_incarnation"]),
                                    str(a["recv_device"]), str(a["tensor_name"]))
                     together.setdefault(str(a["send_device"]), set()).add(key)
-        self.together = {d: frozenset(k) for d, k in together.items()}
+        self.pulled_together_keys = {d: frozenset(k) for d, k in together.items()}
         #: per sending task, how many keys it sends together
-        self.expect: dict[tuple[str, int], int] = {}
-        for dev, keys in self.together.items():
+        self.pulled_together_count: dict[tuple[str, int], int] = {}
+        count = self.pulled_together_count
+        for dev, keys in self.pulled_together_keys.items():
             t = task_of(dev)
             if t is not None:
-                self.expect[t] = self.expect.get(t, 0) + len(keys)
+                count[t] = count.get(t, 0) + len(keys)
 
 
 class _HostSource:
@@ -87,10 +96,25 @@ class _HostSource:
 
     @staticmethod
     def to_host(value: Any) -> Any:
+        """A pulled tensor is in host memory already."""
         return value
 
 
 _HOST = _HostSource()
+
+
+class _PullBatch:
+    """The receives of one step waiting for a pull from one sending task."""
+
+    __slots__ = ("keys", "scheduled", "count")
+
+    def __init__(self) -> None:
+        #: ``(rendezvous key, callback token)`` of the receives not pulled yet
+        self.keys: list[tuple[str, int]] = []
+        #: whether a pull of ``keys`` is scheduled on the pool and has not started
+        self.scheduled = False
+        #: how many receives from the task the step has made so far
+        self.count = 0
 
 
 def _live(item: Any) -> bool:
@@ -112,28 +136,30 @@ class _WorkerRendezvous:
     hold the step."""
 
     __slots__ = ("worker", "step_id", "local", "timeout", "pushed", "_pending", "_error",
-                 "_lock", "_batches", "_seq", "expect")
+                 "_lock", "_batches", "_seq", "pulled_together_count")
 
     def __init__(self, worker: "Worker", step_id: int, local: Rendezvous,
                  timeout: float | None, pushed: frozenset[tuple[str, int]] = frozenset(),
-                 expect: dict[tuple[str, int], int] | None = None):
+                 pulled_together_count: dict[tuple[str, int], int] | None = None):
         self.worker, self.step_id, self.local = worker, step_id, local
         self.timeout = timeout
         self.pushed = pushed
         #: tasks whose tensors are pulled together: how many receives to gather first
-        self.expect = expect or {}
+        self.pulled_together_count = pulled_together_count or {}
         self._pending: dict[int, Any] = {}
         self._error: BaseException | None = None
         self._lock = threading.Lock()
-        # per sending task: [keys waiting for a pull, whether a pull is scheduled,
-        # receives seen so far]
-        self._batches: dict[tuple[str, int], list[Any]] = {}
+        # per sending task: the receives waiting for a pull from it
+        self._batches: dict[tuple[str, int], _PullBatch] = {}
         self._seq = itertools.count()
 
     def send(self, key: str, value: Any) -> None:
+        """A send stays in this task's rendezvous (the receiving task pulls it)."""
         self.local.send(key, value)
 
     def recv_async(self, key: str, callback: Any) -> None:
+        """Receive ``key``: locally when this task (or a task that pushes) sent it,
+        else join the batch pulled from the sending task."""
         w = self.worker
         task = w._task_of(key.partition(";")[0])
         if task is None or task == (w.job, w.task) or task in self.pushed:
@@ -146,13 +172,13 @@ class _WorkerRendezvous:
                 self._pending[token] = callback
                 b = self._batches.get(task)
                 if b is None:
-                    b = self._batches[task] = [[], False, 0]
-                b[0].append((key, token))
-                b[2] += 1
-                want = self.expect.get(task)
+                    b = self._batches[task] = _PullBatch()
+                b.keys.append((key, token))
+                b.count += 1
+                want = self.pulled_together_count.get(task)
                 # a task pulled together: one call, once every receive from it asked
-                start = not b[1] and (want is None or b[2] >= want)
-                b[1] = b[1] or start
+                start = not b.scheduled and (want is None or b.count >= want)
+                b.scheduled = b.scheduled or start
         if err is not None:
             callback(None, err)
         elif start:
@@ -169,9 +195,9 @@ class _WorkerRendezvous:
         w = self.worker
         with self._lock:
             b = self._batches[task]
-            batch, b[0], b[1] = b[0], [], False
+            batch, b.keys, b.scheduled = b.keys, [], False
         client = None
-        together = task in self.expect
+        together = task in self.pulled_together_count
         while batch:
             try:
                 client = client or w.resolver(*task)
@@ -192,8 +218,8 @@ class _WorkerRendezvous:
                 if self._error is not None:
                     return  # aborted: every waiting callback has fired
                 b = self._batches[task]
-                if rest and b[1]:  # a pull is scheduled and has not started: it takes them
-                    b[0][:0] = rest
+                if rest and b.scheduled:  # a pull is scheduled, not started: it takes them
+                    b.keys[:0] = rest
                     rest = []
             batch = rest
 
@@ -212,6 +238,7 @@ class _WorkerRendezvous:
                                        f"{type(e).__name__}: {e}")
 
     def abort(self, error: BaseException) -> None:
+        """Fail the step: every receive still waiting gets ``error`` now."""
         with self._lock:
             if self._error is None:
                 self._error = error
@@ -262,7 +289,8 @@ def _partition_pool() -> Any:
 
 
 class Worker:
-    """One task's worker.
+    """One task's worker: the in-process implementation of
+    :class:`~flowrt.plugin.services.WorkerService`.
 
     :param runtime: the runtime whose device types and kernels are used
     :param job: this task's job name (``localhost`` for an in-process session)
@@ -273,9 +301,13 @@ class Worker:
         (a client) of another task; tensors sent from there are pulled through it
     """
 
+    #: an in-process run_graph cannot stop waiting: it runs on the caller's thread
+    cancellable = False
+
     def __init__(self, runtime: Any, job: str = "localhost", task: int = 0,
                  config: Any = None,
                  resolver: Callable[[str, int], Any] | None = None):
+        """See the class's parameters; devices are discovered on first use."""
         self.runtime = runtime
         self.job = job
         self.task = task
@@ -317,6 +349,7 @@ class Worker:
         return self._devices
 
     def device(self, name: str) -> Any:
+        """The device of this task named ``name`` (``NotFoundError`` if none)."""
         for d in self.devices:
             if d.name == name:
                 return d
@@ -324,12 +357,14 @@ class Worker:
                                    f"/job:{self.job}/task:{self.task}; it has "
                                    f"{[d.name for d in self.devices]}")
 
-    def get_status(self) -> list[tuple[str, str, int]]:
-        """``[(device name, device type, incarnation)]``."""
-        return [(d.name, d.device_type, d.incarnation) for d in self.devices]
+    def get_status(self, timeout: float | None = None) -> WorkerStatus:
+        """This task's devices, incarnation and name (``timeout``: unused in-process)."""
+        return WorkerStatus(self.devices, self.incarnation, self.job, self.task)
 
     # -- graphs -----------------------------------------------------------------------
     def session_state(self, session_handle: str) -> SessionState:
+        """The state a session's stateful kernels keep on this worker (made on first
+        use)."""
         st = self._sessions.get(session_handle)
         if st is None:
             with self._lock:
@@ -416,9 +451,9 @@ class Worker:
         reg = self._graphs.get(graph_handle)
         if reg is None:
             return False
-        if reg.quick:
+        if reg.answers_at_once:
             return True
-        if step_id is None or not reg.recvs_only or reg.slow >= 2:
+        if step_id is None or not reg.recvs_only or reg.slow_answers >= 2:
             return False
         if pushed_keys:
             pushed = set(pushed_keys)
@@ -435,15 +470,15 @@ class Worker:
         second time, stop treating it as brief (its tensors are large)."""
         reg = self._graphs.get(graph_handle)
         if reg is not None:
-            reg.slow += 1
-            if reg.slow >= 2:
-                reg.quick = False
+            reg.slow_answers += 1
+            if reg.slow_answers >= 2:
+                reg.answers_at_once = False
 
     def is_light(self, graph_handle: str) -> bool:
         """Whether the registered graph has no expensive kernel (it may still wait for
         its inputs)."""
         reg = self._graphs.get(graph_handle)
-        return reg is not None and reg.light
+        return reg is not None and reg.no_expensive_kernel
 
     def fetch_positions(self, graph_handle: str) -> list[int]:
         """The step-wide fetch positions a registered graph produces."""
@@ -456,8 +491,11 @@ class Worker:
                   pushed: list[tuple[str, Any]] | None = None,
                   pushed_from: frozenset[tuple[str, int]] = frozenset(),
                   pushed_in: Sequence[tuple[str, Any]] = (),
-                  pushed_in_from: tuple[str, int] | None = None) -> list[Any]:
-        """Run a registered partition for one step.
+                  pushed_in_from: tuple[str, int] | None = None,
+                  cancel: threading.Event | None = None) -> list[Any]:
+        """Run a registered partition for one step (:meth:`WorkerService.run_graph
+        <flowrt.plugin.services.WorkerService.run_graph>`). An in-process call is not
+        :attr:`cancellable`: ``cancel`` is ignored (:meth:`abort_step` cancels it).
 
         In a cluster, ``push_to`` (a task) makes the tensors this step sent to that task
         leave with the result: they are appended to ``pushed`` as ``(key, value)``
@@ -531,8 +569,12 @@ class Worker:
                         push_to: tuple[str, int] | None = None,
                         pushed: list[tuple[str, Any]] | None = None,
                         pushed_from: frozenset[tuple[str, int]] = frozenset()) -> list[Any]:
+        """Run a registered graph that exchanges tensors with other tasks: its
+        receives pull from them (:class:`_WorkerRendezvous`), and with ``push_to`` the
+        tensors sent to that task are taken into ``pushed``."""
         local = self._step_rendezvous(step_id)
-        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from, reg.expect)
+        rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from,
+                                reg.pulled_together_count)
         with self._lock:
             self._running_steps[step_id] = self._running_steps.get(step_id, 0) + 1
         try:
@@ -775,6 +817,7 @@ class Worker:
         return len(steps)
 
     def deregister_graph(self, graph_handle: str) -> None:
+        """Forget a registered graph (unknown handles are ignored)."""
         with self._lock:
             self._graphs.pop(graph_handle, None)
 

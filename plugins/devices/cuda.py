@@ -41,8 +41,8 @@ from flowrt.device import Device, DeviceType
 from flowrt.hookspecs import hookimpl
 from flowrt.threads import DaemonPool
 
-__all__ = ["CUDADevice", "flowrt_device_types", "gpu_device_type", "STAGING_CHUNK",
-           "SMALL_COPY", "active_gpu"]
+__all__ = ["CUDADevice", "GPUDeviceType", "flowrt_device_types", "gpu_device_type",
+           "STAGING_CHUNK", "SMALL_COPY", "active_gpu"]
 
 #: Host-to-device copies at least this large go through the pinned staging pipeline;
 #: smaller ones are one ``cudaMemcpyAsync`` from pageable memory on the compute stream.
@@ -408,6 +408,39 @@ def _visible(gpu_options: Any, count: int) -> list[int]:
     return out
 
 
+_DL_CUDA = (2, 13)  # DLPack's kDLCUDA and kDLCUDAManaged
+
+
+class GPUDeviceType(DeviceType):
+    """The ``GPU`` type: also takes GPU arrays a caller feeds (CuPy arrays, and torch or
+    JAX tensors through DLPack, without a copy) and copies fetched ones to the host."""
+
+    def holds(self, value: Any) -> bool:
+        if hasattr(value, "__cuda_array_interface__"):
+            return True
+        dev = getattr(value, "__dlpack_device__", None)
+        if dev is None:
+            return False
+        try:
+            return int(dev()[0]) in _DL_CUDA
+        except Exception:  # noqa: BLE001 - not a usable exporter: fed the ordinary way
+            return False
+
+    def feed(self, value: Any, np_dtype: Any) -> Any:
+        try:
+            cp = _cupy()
+        except ImportError as e:
+            raise TypeError(f"a GPU array was fed, but cupy is not installed: {e}") from None
+        a = value if isinstance(value, cp.ndarray) else cp.from_dlpack(value)
+        if a.dtype != np_dtype:
+            a = a.astype(np_dtype)
+        return a
+
+    def to_host(self, value: Any) -> np.ndarray:
+        get = getattr(value, "get", None)  # a CuPy array
+        return get() if get is not None else _cupy().asnumpy(value)
+
+
 def gpu_device_type() -> DeviceType:
     """A new ``GPU`` :class:`~flowrt.device.DeviceType` (one per runtime)."""
     dt: DeviceType
@@ -458,7 +491,7 @@ def gpu_device_type() -> DeviceType:
         dt.unavailable_reason = None if devices else dt.unavailable_reason
         return devices
 
-    dt = DeviceType("GPU", discover, priority=20, array_kernels=False)
+    dt = GPUDeviceType("GPU", discover, priority=20, array_kernels=False)
     return dt
 
 

@@ -228,20 +228,23 @@ def _const_factory(ctx: KernelContext) -> Callable[..., Any]:
 
 
 def _build() -> None:
+    from flowrt.engine.essential import ks as essential_ks  # noqa: PLC0415
     from flowrt.plugins.kernels.standard import _common  # noqa: PLC0415
     from flowrt.plugins.kernels.standard import ks as std_ks  # noqa: PLC0415,F401
 
-    std = {(k.op, k.device_type): k for k in _common.ks.kernels}
+    # the standard set's kernels and the core's essential ones (Identity, Const ...)
+    std = {(k.op, k.device_type): k for k in _common.ks.kernels + essential_ks.kernels}
+    op_defs = {**_common.ks.ops, **essential_ks.ops}
     for op in GPU_OPS:
         base = std.get((op, "*"))
         if base is None:
             raise RuntimeError(f"cuda kernels: the standard set has no kernel for {op!r}")
-        ks.kernels.append(_wrap(base, _common.ks.ops[op]))
+        ks.kernels.append(_wrap(base, op_defs[op]))
     for op in HOST_OPS:
-        ks.kernels.append(_wrap(std[(op, "*")], _common.ks.ops[op], on_host=True))
+        ks.kernels.append(_wrap(std[(op, "*")], op_defs[op], on_host=True))
     c = std[("Const", "*")]
     ks.kernels.append(KernelDef("Const", _const_factory, "GPU", c.kind,
-                                supports=gpu_supports(_common.ks.ops["Const"])))
+                                supports=gpu_supports(op_defs["Const"])))
 
 
 _built = False

@@ -8,27 +8,35 @@ target shares its variables (as sessions on a ``grpc://`` server do).
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from flowrt.hookspecs import hookimpl
+from flowrt.plugin.services import WorkerStatus
 from flowrt.transport import Transport
 
 __all__ = ["InProcTransport", "flowrt_transports"]
 
 
 class _Server:
+    """A named in-process server: its master and worker objects."""
+
     def __init__(self, transport: "InProcTransport", address: str, master: Any, worker: Any):
         self.transport, self.address = transport, address
         self.master, self.worker = master, worker
 
     def stop(self) -> None:
+        """Stop serving: the name is free again and its clients are unreachable."""
         self.transport._servers.pop(self.address, None)
 
 
 class _InProcWorkerRef:
-    """A cluster's handle on the worker of an in-process task: resolves the named
-    server at each use, so a task started later, stopped or restarted is seen as it is
-    now (a stopped one is unreachable)."""
+    """A cluster's handle on the worker of an in-process task: a
+    :class:`~flowrt.plugin.services.WorkerService` that resolves the named server at
+    each call, so a task started later, stopped or restarted is seen as it is now (a
+    stopped one is unreachable). Tensors pass by reference."""
+
+    #: calls run on the caller's thread: they cannot stop waiting
+    cancellable = False
 
     def __init__(self, transport: "InProcTransport", address: str):
         self._transport, self.address = transport, address
@@ -36,6 +44,9 @@ class _InProcWorkerRef:
         self.job, self.task = "", -1
         self._devices: Any = None
         self.incarnation = 0
+
+    def __repr__(self) -> str:
+        return f"<_InProcWorkerRef {self.target}>"
 
     def _worker(self) -> Any:
         s = self._transport._servers.get(self.address)
@@ -46,20 +57,86 @@ class _InProcWorkerRef:
                                    f"{self.target}")
         return s.worker
 
-    def get_status(self, timeout: float | None = None) -> Any:
-        w = self._worker()
-        self.incarnation, self.job, self.task = w.incarnation, w.job, w.task
-        self._devices = w.devices
-        return None
+    def get_status(self, timeout: float | None = None) -> WorkerStatus:
+        """The served worker's status; refreshes :attr:`devices`, :attr:`incarnation`,
+        :attr:`job` and :attr:`task`."""
+        st = self._worker().get_status(timeout)
+        self.incarnation, self.job, self.task = st.incarnation, st.job, st.task
+        self._devices = st.devices
+        return st
 
     @property
     def devices(self) -> Any:
+        """The served worker's devices (as of the last :meth:`get_status`)."""
         if self._devices is None:
             self.get_status()
         return self._devices
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._worker(), name)
+    def register_graph(self, session_handle: str, ir: Any, fetches: Sequence[Any],
+                       inter_op_threads: int = 0, pull_together: Sequence[str] = ()
+                       ) -> str:
+        """``Worker.register_graph`` on the served worker."""
+        return self._worker().register_graph(session_handle, ir, fetches,
+                                             inter_op_threads, pull_together)
+
+    def register_partitions(self, session_handle: str, parts: Sequence[Any],
+                            n_fetches: int, inter_op_threads: int = 0,
+                            pull_together: Sequence[str] = ()) -> str:
+        """``Worker.register_partitions`` on the served worker."""
+        return self._worker().register_partitions(session_handle, parts, n_fetches,
+                                                  inter_op_threads, pull_together)
+
+    def fetch_positions(self, graph_handle: str) -> list[int]:
+        """``Worker.fetch_positions`` on the served worker."""
+        return self._worker().fetch_positions(graph_handle)
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        """``Worker.deregister_graph`` on the served worker."""
+        self._worker().deregister_graph(graph_handle)
+
+    def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
+                  stats: list[Any] | None = None, rendezvous: Any = None,
+                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
+                  pushed: list[tuple[str, Any]] | None = None,
+                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
+                  pushed_in: Sequence[tuple[str, Any]] = (),
+                  pushed_in_from: tuple[str, int] | None = None,
+                  cancel: threading.Event | None = None) -> list[Any]:
+        """``Worker.run_graph`` on the served worker (arrays by reference)."""
+        return self._worker().run_graph(
+            graph_handle, step_id, args, stats, rendezvous=rendezvous, timeout=timeout,
+            push_to=push_to, pushed=pushed, pushed_from=pushed_from, pushed_in=pushed_in,
+            pushed_in_from=pushed_in_from, cancel=cancel)
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+        """``Worker.recv_tensor`` on the served worker."""
+        return self._worker().recv_tensor(step_id, key, timeout)
+
+    def recv_tensors(self, step_id: int, keys: Sequence[str],
+                     timeout: float | None = None, wait_all: bool = False
+                     ) -> list[tuple[int, Any]]:
+        """``Worker.recv_tensors`` on the served worker."""
+        return self._worker().recv_tensors(step_id, keys, timeout, wait_all)
+
+    def abort_step(self, step_id: int, error: BaseException) -> None:
+        """``Worker.abort_step`` on the served worker."""
+        self._worker().abort_step(step_id, error)
+
+    def abort_steps(self, session_handle: str, error: BaseException) -> int:
+        """``Worker.abort_steps`` on the served worker."""
+        return self._worker().abort_steps(session_handle, error)
+
+    def cleanup_session(self, session_handle: str) -> None:
+        """``Worker.cleanup_session`` on the served worker."""
+        self._worker().cleanup_session(session_handle)
+
+    def reset(self, containers: Sequence[str] | None = None) -> None:
+        """``Worker.reset`` on the served worker."""
+        self._worker().reset(containers)
+
+    def shutdown(self, reason: str = "") -> None:
+        """``Worker.shutdown`` on the served worker: its server stops."""
+        self._worker().shutdown(reason)
 
 
 class InProcTransport(Transport):
@@ -73,6 +150,7 @@ class InProcTransport(Transport):
         self.runtime: Any = None
 
     def start_server(self, address: str, master: Any, worker: Any) -> _Server:
+        """Serve ``master`` and ``worker`` under the name ``address``."""
         with self._lock:
             if address in self._servers:
                 from flowrt.errors import AlreadyExistsError
@@ -83,6 +161,8 @@ class InProcTransport(Transport):
         return s
 
     def _server(self, address: str) -> _Server:
+        """The server named ``address``, made (with a master and worker of its own)
+        on first use."""
         s = self._servers.get(address)
         if s is None:
             with self._lock:
@@ -90,15 +170,17 @@ class InProcTransport(Transport):
                 if s is None:
                     from flowrt.master import Master
                     from flowrt.runtime import default_runtime
-                    from flowrt.worker import Worker
 
-                    rt = self.runtime or default_runtime()
-                    w = Worker(rt, "localhost", 0, None)
-                    s = self._servers[address] = _Server(self, address, Master(rt, w), w)
+                    m = Master.in_process(self.runtime or default_runtime())
+                    s = self._servers[address] = _Server(self, address, m, m.local_worker)
         return s
 
     def master_client(self, address: str) -> Any:
+        """The master of the in-process server named ``address`` (the master object
+        itself: a :class:`~flowrt.plugin.services.MasterService`), made on first
+        use."""
         return self._server(address).master
+
 
     def worker_client(self, address: str) -> Any:
         """The worker of the in-process server named ``address``; unlike
@@ -109,4 +191,5 @@ class InProcTransport(Transport):
 
 @hookimpl
 def flowrt_transports() -> list[Transport]:
+    """The ``inproc`` transport of a runtime."""
     return [InProcTransport()]

@@ -1,4 +1,11 @@
-"""Ops every graph needs: Const, Placeholder, Identity, NoOp."""
+"""The API of the ops every graph needs (``tf.constant``, ``tf.placeholder``,
+``tf.identity``, ``tf.no_op``) and ``PlaceholderWithDefault``.
+
+The ops ``Const``, ``Placeholder``, ``Identity``, ``NoOp``, ``_Send`` and ``_Recv``
+themselves, with their kernels, are the core's essential kernel set
+(``flowrt.engine.essential``), registered by every runtime and never blocked; this
+module only builds graph nodes of them.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -6,23 +13,12 @@ from typing import Any
 import numpy as np
 
 from flowrt import dtypes as _dt
-from flowrt import errors
 from flowrt.graph import Tensor, apply_op, convert_to_tensor, get_default_graph, numpy_value_for
 from flowrt.op_registry import OpDef
-from flowrt.executor import DEAD
 from flowrt.resources import VarRef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
-from ._common import ks, unchanged_shape
-
-
-def _const_shape(op: Any) -> list[TensorShape]:
-    return [TensorShape(np.shape(op.node_attrs["value"]))]
-
-
-def _placeholder_shape(op: Any) -> list[TensorShape]:
-    s = op.node_attrs.get("shape")
-    return [unknown_shape() if s is None else as_shape(s)]
+from ._common import ks
 
 
 def _pwd_shape(op: Any) -> list[TensorShape]:
@@ -35,63 +31,18 @@ def _pwd_shape(op: Any) -> list[TensorShape]:
 
 
 ks.op(
-    OpDef("Const", outputs=["output: dtype"], attrs=["value: tensor", "dtype: type"],
-          shape_fn=_const_shape, doc="A constant tensor."),
-    OpDef("Placeholder", outputs=["output: dtype"], attrs=["dtype: type", "shape: shape = ?"],
-          shape_fn=_placeholder_shape, doc="A value that must be fed."),
     OpDef("PlaceholderWithDefault", inputs=["input: dtype"], outputs=["output: dtype"],
           attrs=["dtype: type", "shape: shape"], shape_fn=_pwd_shape,
           doc="Passes its input through unless fed."),
-    OpDef("Identity", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=unchanged_shape, doc="Returns its input."),
-    OpDef("NoOp", doc="Does nothing; useful as a control-dependency anchor."),
 )
 
 
-def _freeze(a: Any) -> Any:
-    if isinstance(a, np.ndarray):
-        a = a.view()
-        a.flags.writeable = False
-    return a
-
-
-@ks.kernel("Const", kind="const", all_devices=True)
-def _const_kernel(ctx: Any) -> Any:
-    # A read-only array (0-d ones too: numpy's binary ufuncs take a 0-d array faster
-    # than a numpy scalar). Fetches copy read-only arrays, so callers never alias it.
-    value = _freeze(ctx.device.from_host(np.asarray(ctx.attrs["value"])))
-    return lambda: value
-
-
-@ks.kernel("Placeholder")
-def _placeholder_kernel(ctx: Any) -> Any:
-    dt = ctx.attrs["dtype"]
-    shape = ctx.attrs.get("shape")
-    shape_s = "unknown" if shape is None or shape.ndims is None else "[" + ",".join(
-        "?" if d is None else str(d) for d in shape.as_tuple()) + "]"
-    msg = (f"You must feed a value for placeholder tensor '{ctx.node_name}' with dtype "
-           f"{dt.name}" + ("" if shape_s == "unknown" else f" and shape {shape_s}"))
-
-    def compute() -> Any:
-        raise errors.InvalidArgumentError(None, None, msg)
-
-    return compute
-
-
-@ks.kernel("PlaceholderWithDefault", "Identity")
-def _identity_kernel(ctx: Any) -> Any:
+@ks.kernel("PlaceholderWithDefault")
+def _placeholder_with_default_kernel(ctx: Any) -> Any:
     def identity(x: Any) -> Any:
         return x
 
     return identity
-
-
-@ks.kernel("NoOp", all_devices=True)
-def _noop_kernel(ctx: Any) -> Any:
-    def noop() -> None:
-        return None
-
-    return noop
 
 
 @ks.api("constant")
@@ -165,56 +116,3 @@ def no_op(name: str | None = None) -> Any:
 ks.export("newaxis", None)
 _ = VarRef  # re-exported for kernels that need the reference type
 
-
-# -- cross-device transfer: the partitioner's _Send/_Recv pairs ---------------------------
-_TRANSFER_ATTRS = ["tensor_name: string", "send_device: string",
-                   "send_device_incarnation: int", "recv_device: string",
-                   "client_terminated: bool = false"]
-ks.op(
-    OpDef("_Send", inputs=["tensor: T"], attrs=["T: type"] + _TRANSFER_ATTRS,
-          is_stateful=True, doc="Sends a tensor to another device through the rendezvous."),
-    OpDef("_Recv", outputs=["tensor: tensor_type"], attrs=["tensor_type: type"] + _TRANSFER_ATTRS,
-          is_stateful=True, doc="Receives a tensor sent by the matching _Send."),
-)
-
-
-def _transfer_key(ctx: Any) -> str:
-    from flowrt.rendezvous import make_key
-
-    a = ctx.attrs
-    return make_key(a["send_device"], int(a["send_device_incarnation"]), a["recv_device"],
-                    a["tensor_name"])
-
-
-@ks.kernel("_Send", kind="step", all_devices=True)
-def _send_kernel(ctx: Any) -> Any:
-    key = _transfer_key(ctx)
-    device = ctx.device
-
-    def send(step: Any, x: Any) -> None:
-        step.rendezvous.send(key, (x, device))
-
-    return send
-
-
-@ks.kernel("_Recv", kind="async", all_devices=True)
-def _recv_kernel(ctx: Any) -> Any:
-    key = _transfer_key(ctx)
-    device = ctx.device
-
-    def recv(step: Any, done: Any) -> None:
-        def arrived(item: Any, err: BaseException | None) -> None:
-            if err is not None:
-                done(None, err)
-                return
-            value, src = item
-            try:
-                # copies between device types go through the device plugins
-                done(value if src is device or value is DEAD else
-                     device.copy_from(value, src))
-            except Exception as e:  # noqa: BLE001 - reported as the node's error
-                done(None, e)
-
-        step.rendezvous.recv_async(key, arrived)
-
-    return recv

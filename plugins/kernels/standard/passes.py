@@ -948,6 +948,7 @@ def graph_passes() -> list[GraphPass]:
         GraphPass("constant_folding", constant_folding, order=10),
         GraphPass("common_subgraph_elimination", common_subgraph_elimination, order=20),
         GraphPass("model_pruning", model_pruning, order=150),
-        GraphPass("elementwise_fusion", elementwise_fusion, order=200),
+        # fused nodes hold Python kernels with no GraphDef form: in-process only
+        GraphPass("elementwise_fusion", elementwise_fusion, order=200, local_only=True),
     ]
 
