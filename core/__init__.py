@@ -99,6 +99,14 @@ _paths.register_loaded(__name__)
 
 
 def __getattr__(name: str) -> _Any:
+    """Resolve a module attribute on first use (PEP 562) and cache it in the module.
+
+    Proto message classes and the lazily imported core names are loaded on demand; a
+    core submodule name imports that submodule; anything else is looked up in the
+    default runtime's API table (which builds the runtime).
+
+    :raises AttributeError: if ``name`` is none of these, or its module fails to import
+    """
     mod = _PROTO_NAMES.get(name)
     if mod:
         import importlib

@@ -209,3 +209,15 @@ def test_the_core_calls_only_declared_op_api_names() -> None:
     assert set(blocked.missing_required_api()) == set(REQUIRED_API_NAMES)
     with pytest.raises(AttributeError, match="'reshape'. The core needs it"):
         blocked.api_function("reshape")
+
+
+def test_long_functions_say_what_they_do() -> None:
+    """Every function of 20 lines or more in core/ has a docstring (nested ones too)."""
+    bare = []
+    for path in _modules(CORE):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    (node.end_lineno or node.lineno) - node.lineno + 1 >= 20 and \
+                    ast.get_docstring(node) is None:
+                bare.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not bare, "\n".join(bare)

@@ -356,6 +356,13 @@ INTERNAL_ATTR_KINDS = {"_class": "list(string)", "_output_shapes": "list(shape)"
 
 
 def _infer_kind(value: Any) -> str:
+    """The ``AttrValue`` kind (``"int"``, ``"list(float)"``, ...) that ``value`` is written as.
+
+    An empty list is ``list(int)``; a list mixing ints and floats is ``list(float)``.
+
+    :raises TypeError: for a type with no ``AttrValue`` form, or a list that mixes kinds
+        or nests lists
+    """
     if isinstance(value, _dt.DType):
         return "type"
     if isinstance(value, (bool, np.bool_)):
@@ -450,6 +457,11 @@ def _set_scalar(av: AttrValue, kind: str, value: Any) -> None:
 
 
 def _add_to_list(lst: Any, kind: str, value: Any) -> None:
+    """Append ``value`` to the ``AttrValue.ListValue`` ``lst`` as an element of ``kind``.
+
+    :raises TypeError: if ``value`` does not fit ``kind``
+    :raises ValueError: for an unknown kind
+    """
     if kind == "type":
         lst.type.append(_dt.as_dtype(value).as_datatype_enum)
     elif kind == "int":
@@ -591,6 +603,13 @@ def python_attr_of(attr_value: AttrValue, kind: str | None = None) -> Any:
 
 
 def check_attr_constraints(adef: Any, value: Any, where: str) -> None:
+    """Check ``value`` against the constraints of attr def ``adef`` (TF's op-def validation).
+
+    Checks the allowed types or strings and the minimum of an int or of a list's length.
+
+    :param where: names the node or op in the error message
+    :raises ValueError: if ``value`` breaks a constraint
+    """
     if adef.kind == "type" and adef.allowed is not None and value not in adef.allowed:
         raise ValueError(f"{where}: value for attr '{adef.name}' of {value.name} is not in "
                          f"the list of allowed values: "

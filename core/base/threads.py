@@ -57,6 +57,10 @@ class DaemonPool(futures.Executor):
     def __init__(self, max_workers: int | None = None, thread_name_prefix: str = "flowrt-pool",
                  initializer: Callable[[], Any] | None = None,
                  idle_timeout: float | None = IDLE_THREAD_S):
+        """Make an empty pool; threads start as tasks are submitted.
+
+        :raises ValueError: if ``max_workers`` is not positive
+        """
         if max_workers is not None and max_workers <= 0:
             raise ValueError(f"max_workers must be > 0, got {max_workers}")
         self._max = max_workers
@@ -109,6 +113,12 @@ class DaemonPool(futures.Executor):
             self._threads -= 1
 
     def _worker(self) -> None:
+        """Body of each pool thread: run queued tasks until told to stop or idle too long.
+
+        The result or exception of each task goes to its future. A thread exits on a None
+        sentinel, or after ``idle_timeout`` without work when no submitter has counted on it
+        being idle.
+        """
         if self._initializer is not None:
             try:
                 self._initializer()

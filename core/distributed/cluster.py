@@ -62,6 +62,8 @@ class ClusterSpec:
     __hash__ = None  # type: ignore[assignment]  # mutable-looking and compared by value
 
     def __init__(self, cluster: Any):
+        """Index ``cluster`` (any form the class accepts) by job and task, as
+        ``{job: {task_index: address}}``, and keep its ``ClusterDef``."""
         self._cluster_spec: dict[Any, dict[int, Any]] = {}
         if isinstance(cluster, dict):
             for job_name, tasks in cluster.items():

@@ -348,6 +348,16 @@ def ir_from_graph_def(gd: GraphDef | bytes, runtime: Any) -> GraphIR:
 
 
 def _node_from_def(nd: Any, runtime: Any, names: set[str], done: dict[str, Node]) -> Node:
+    """The :class:`Node` of NodeDef ``nd``, typed from its op's definition (an ``_Arg``
+    node from its ``T`` attr) and checked against the reserved attrs. Inputs stay names,
+    linked later (:func:`_link_inputs`); ``names`` holds every node name of the
+    GraphDef, ``done`` the nodes already built.
+
+    :raises _Bad: for an unnamed or duplicate node, an unknown op, an input naming no
+        node of the graph or a data input after a control input, attrs that cannot type
+        the op or give it another number of inputs, reserved attrs that disagree with
+        the op.
+    """
     if not nd.name:
         raise _Bad("the node has no name")
     if nd.name in done:

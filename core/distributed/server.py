@@ -54,6 +54,14 @@ class Server:
                  config: Any = None, start: bool = True, runtime: Any = None,
                  health_check_period: float | None = None,
                  session_gc_seconds: float | None = None):
+        """Find this task in the cluster, build its worker and master, and serve unless
+        ``start`` is false (the class docstring describes the parameters).
+
+        :raises ValueError: when ``job_name`` (or ``task_index``) is omitted but the
+            cluster has several jobs (or the job several tasks), or names no job (or
+            task) of it.
+        :raises NotFoundError: when no transport plugin provides ``protocol``.
+        """
         from ..service.master import Master
         from ..plugin.runtime import default_runtime
         from ..service.worker import Worker

@@ -144,6 +144,11 @@ class _Pool:
         return self._ctl
 
     def write(self, data: memoryview) -> str | None:
+        """Copy ``data`` into the smallest free segment that holds it, creating one (of
+        the next power of two, at least :data:`MIN_BYTES`) when none does; returns the
+        segment's name, now lent, or None when the pool is full, a file cannot be
+        created or written, or shared memory is unusable. Segments lent for longer than
+        :data:`CLAIM_S` are retired on the way."""
         n = data.nbytes
         now = time.monotonic()
         with self._lock:
@@ -283,6 +288,12 @@ class _Mapped:
         self._bytes = 0
 
     def get(self, name: str, nbytes: int) -> mmap.mmap:
+        """A read-only mapping of segment ``name``, at least ``nbytes`` long: the cached
+        one when it is large enough (now the most recently used), else a new one that
+        replaces it, dropping the least recently used mappings past the limits.
+
+        :raises InvalidArgumentError: when the segment cannot be mapped (:func:`_map`).
+        """
         with self._lock:
             mp = self._maps.pop(name, None)
             if mp is not None and len(mp) >= nbytes:

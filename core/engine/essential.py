@@ -140,6 +140,10 @@ def _send_kernel(ctx: Any) -> Any:
 
 @ks.kernel("_Recv", kind="async", all_devices=True)
 def _recv_kernel(ctx: Any) -> Any:
+    """The ``_Recv`` kernel: an async compute that waits on the step's rendezvous for
+    what the matching ``_Send`` sent under the same key and completes the node with it,
+    copied onto this node's device when another device sent it (a dead value passes as
+    it is). A failed receive or copy becomes the node's error."""
     key = _transfer_key(ctx)
     device = ctx.device
 

@@ -1345,6 +1345,14 @@ def _check_allowed(adef: Any, dtype: _dt.DType, op_type: str, param: str) -> Non
 
 
 def _attr_value(adef: Any, value: Any, op_type: str) -> Any:
+    """Check and convert the value given for attr ``adef`` of an ``op_type`` op.
+
+    Lists are converted element by element as their inner kind.
+
+    :returns: the value in the form stored on the node (a DType, int, str, TensorShape, ...)
+    :raises TypeError: if ``value`` is not of the attr's kind
+    :raises ValueError: if it is below the attr's minimum or not an allowed string
+    """
     k = adef.kind
     if k == "type":
         return _dt.as_dtype(value)
@@ -1418,6 +1426,20 @@ def apply_op(op_type: str, name: str | None = None, **kwargs: Any) -> Any:
 
 
 def _apply_op(g: Graph, op_type: str, name: str | None, kwargs: dict[str, Any]) -> Any:
+    """Add an ``op_type`` op to ``g`` from keyword arguments (TF's ``op_def_library.apply_op``).
+
+    Converts each input named by the op def to a tensor, inferring type and list-length
+    attrs from the inputs, fills the remaining attrs from ``kwargs`` or their defaults,
+    and creates the node under a name scope of ``name`` (default: ``op_type``),
+    colocated with any reference inputs. Consumes ``kwargs``.
+
+    :returns: the Operation if the op has no outputs, the output (or list of outputs) if
+        it has one, else a tuple of them with list outputs grouped
+    :raises TypeError: for a missing or unexpected argument, or an input whose dtype does
+        not match the op def or the other inputs
+    :raises ValueError: for a value that cannot be made a tensor, or a list whose length
+        does not match its number attr or is below its minimum
+    """
     op_def = g._runtime.op_def(op_type)
     attrs: dict[str, Any] = {}
     inferred: dict[str, _dt.DType] = {}

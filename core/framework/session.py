@@ -97,6 +97,16 @@ def _as_element(graph: Graph, f: Any) -> Any:
 
 
 def _make_fetch(graph: Graph, fetches: Any) -> _Fetch:
+    """Flatten the fetch structure ``fetches`` (TF's ``_FetchMapper``) into a :class:`_Fetch`.
+
+    Lists, tuples, namedtuples and mappings are walked recursively; each leaf becomes a
+    graph element, listed once however often it is fetched.
+
+    :returns: the elements to run, and a function rebuilding the structure from their
+        values (an Operation's place holds None)
+    :raises TypeError: for a leaf that is None or not a tensor, operation or name
+    :raises ValueError: for a leaf that names no element of ``graph``
+    """
     elements: list[Any] = []
     index: dict[Any, int] = {}
 
@@ -108,6 +118,11 @@ def _make_fetch(graph: Graph, fetches: Any) -> _Fetch:
         return i
 
     def walk(f: Any) -> Callable[[list[Any]], Any]:
+        """Register the leaves of ``f`` and return the function rebuilding ``f`` from values.
+
+        The rebuilt structure keeps the type of ``f`` (a mapping that cannot be made
+        from items comes back as a dict).
+        """
         if isinstance(f, (list, tuple)) and not hasattr(f, "_as_graph_element"):
             subs = [walk(x) for x in f]
             if isinstance(f, tuple) and hasattr(f, "_fields"):
@@ -237,6 +252,13 @@ class BaseSession:
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None,
                  runtime: Any = None):
+        """Create a session on ``target``'s master for ``graph`` (default: the default graph).
+
+        :param target: the master to connect to (``""``: in process)
+        :param config: a ``tf.ConfigProto``
+        :param runtime: the runtime to use (default: ``graph``'s)
+        :raises TypeError: if ``graph``, ``config`` or ``target`` has the wrong type
+        """
         if graph is None:
             graph = get_default_graph()
         if not isinstance(graph, Graph):
@@ -386,6 +408,15 @@ class BaseSession:
         return fetch.build(_results(sig, fetch, values, fvals, args, self._runtime))
 
     def _make_signature(self, fetch: _Fetch, feed_keys: tuple[Any, ...]) -> _Signature:
+        """Compile the step that computes ``fetch`` given the feeds ``feed_keys``.
+
+        A tensor fed under two keys takes the last value, and a fetched tensor that is also
+        fed comes back as its fed value, as in TF.
+
+        :returns: the signature, with the callable registered on the master session
+        :raises TypeError: if a feed key is not a tensor of this graph
+        :raises ValueError: if a fed tensor may not be fed
+        """
         g = self._graph
         sig = _Signature()
         feeds: list[Tensor] = []
@@ -422,6 +453,15 @@ class BaseSession:
         return sig
 
     def _convert_feeds(self, sig: _Signature, values: list[Any]) -> list[Any]:
+        """Convert the feed values ``values`` to the arrays the signature ``sig`` feeds.
+
+        Arrays are made read-only (a numpy array of the right dtype is viewed, not copied); a
+        device array stays on its device; strings are encoded as bytes.
+
+        :returns: one array per fed tensor
+        :raises TypeError: if a value is a graph element, or does not fit the tensor's dtype
+        :raises ValueError: if a value cannot be converted, or its shape is incompatible
+        """
         if sig.feed_pick is not None:
             values = [values[i] for i in sig.feed_pick]
         args = []
@@ -566,6 +606,12 @@ def _master_for(runtime: Any, target: str, config: Any) -> Any:
 
 
 def _fill_step_stats(md: Any, stats: list[Any], t_start: float, p0: float) -> None:
+    """Write the node timings ``stats`` into the ``RunMetadata`` ``md`` as ``step_stats``.
+
+    Nodes are grouped by device. ``t_start`` (wall clock) and ``p0`` (``perf_counter``)
+    were taken at the same moment, to turn the ``perf_counter`` times of ``stats``
+    into wall-clock microseconds.
+    """
     by_dev: dict[str, Any] = {}
     ss = md.step_stats
     for st in stats:

@@ -107,6 +107,12 @@ def _parse_type_name(s: str) -> _dt.DType | None:
 
 
 def _parse_arg(spec: str, attr_names: set[str], op: str) -> ArgDef:
+    """The :class:`ArgDef` of op ``op``'s argument spec ``spec``, such as ``"x: T"``,
+    ``"values: N * T"``, ``"ref: Ref(T)"`` or ``"y: float"``: the type is an attr named
+    in ``attr_names`` (a ``list(type)`` attr gives a list of tensors) or a dtype name.
+
+    :raises ValueError: when the spec does not parse or names an unknown type.
+    """
     m = _ARG_RE.match(spec)
     if not m:
         raise ValueError(f"op {op}: cannot parse argument spec {spec!r}")
@@ -152,6 +158,14 @@ def _literal(text: str) -> Any:
 
 
 def _parse_attr(spec: str, op: str) -> AttrDef:
+    """The :class:`AttrDef` of op ``op``'s attr spec ``spec``, such as
+    ``"T: {float, double}"``, ``"N: int >= 1"`` or ``"transpose_a: bool = false"``: its
+    kind, the values a ``{...}`` set or a type group allows, its minimum, and its
+    default as the kind's Python value (a DType for a type, None for an unknown shape).
+
+    :raises ValueError: when the spec does not parse or its kind is unknown.
+    :raises TypeError: for an unknown dtype name in an allowed set or a default.
+    """
     m = _ARG_RE.match(spec)
     if not m:
         raise ValueError(f"op {op}: cannot parse attr spec {spec!r}")
@@ -228,6 +242,11 @@ class OpDef:
                  attrs: Sequence[str] = (), shape_fn: Callable[[Any], Any] | None = None,
                  is_stateful: bool = False, allows_uninitialized_input: bool = False,
                  doc: str = ""):
+        """Parse the attr specs, then the argument specs against them (see the class).
+
+        :raises ValueError: for a spec that does not parse, or an argument that refers
+            to an attr the op does not declare.
+        """
         self.name = name
         parsed_attrs = [_parse_attr(a, name) for a in attrs]
         self.attrs: dict[str, AttrDef] = {a.name: a for a in parsed_attrs}

@@ -80,6 +80,11 @@ class Runtime:
 
     def __init__(self, block: Iterable[str] = (), autoload: bool | None = None,
                  plugins: dict[str, Any] | None = None, builtins: bool = True):
+        """Record the configuration; plugins load on first use (:attr:`pm`).
+
+        :raises PluginError: when ``block`` or ``FLOWRT_BLOCK_PLUGINS`` names an
+            essential plugin.
+        """
         env_block = os.environ.get("FLOWRT_BLOCK_PLUGINS", "")
         self.blocked = set(block) | {b.strip() for b in env_block.split(",") if b.strip()}
         refused = sorted(self.blocked & set(ESSENTIAL_PLUGINS))
@@ -127,6 +132,14 @@ class Runtime:
         return self._pm
 
     def _load(self, pm: pluggy.PluginManager) -> None:
+        """Register every plugin with ``pm`` and record a :class:`PluginInfo` for each:
+        the essential plugins first, then the ``flowrt`` entry points (built-ins in
+        their listed order, then the others by name), then built-ins without an entry
+        point, then the ``plugins`` given to the constructor. Blocked plugins, and
+        third-party ones while autoload is off, are recorded but not loaded.
+
+        :raises PluginError: when two plugins have the same name.
+        """
         from importlib.metadata import entry_points
 
         seen: set[str] = set()
@@ -192,6 +205,10 @@ class Runtime:
             self._register(pm, info, lambda obj=obj: obj)
 
     def _register(self, pm: pluggy.PluginManager, info: PluginInfo, load: Any) -> None:
+        """Load a plugin with ``load()`` and register it with ``pm`` as ``info.name``.
+        It never raises: a load error, a refused registration or a ``flowrt_`` hook that
+        no hookspec defines marks ``info`` failed, with the error; a built-in whose
+        module this build lacks is dropped from the plugin list."""
         try:
             obj = load()
         except ModuleNotFoundError as e:
@@ -305,6 +322,14 @@ class Runtime:
 
     # -- ops, kernels, gradients, API ---------------------------------------------------
     def _build_ops(self) -> None:
+        """Merge every plugin's kernel sets into the op, kernel, gradient and API tables
+        (once) and record what each plugin provides. A kernel for an op that no plugin
+        defines is dropped when some plugin was blocked or failed to load.
+
+        :raises PluginError: when two plugins define the same op, kernel (op and device
+            type), gradient or API name, or when a kernel's op is defined by no plugin
+            and none was blocked or failed.
+        """
         with self._lock:
             if self._ops is not None:
                 return

@@ -249,6 +249,8 @@ class MasterSession:
     """A session on the master: the graph, its config and the compiled-step cache."""
 
     def __init__(self, master: "Master", handle: str, graph: Any, config: Any):
+        """A session of ``master`` called ``handle`` on ``graph`` with the
+        ``ConfigProto`` ``config``; no step is compiled yet."""
         self.master = master
         self.handle = handle
         self.graph = graph
@@ -615,6 +617,12 @@ class MasterSession:
         first = cs.first_inline
 
         def run(i: int) -> None:
+            """Run part ``i`` on its worker and put ``(i, result, None)`` on ``fl.q``.
+            The local part, when other tasks push to it, waits for their tensors
+            locally; a pushing part's reply brings what it sends to the local task; the
+            ``cs.first_inline`` part runs on this thread, cancellable by the health
+            checker. A failure fails the step (naming the task) and puts
+            ``(i, None, None)``."""
             w, h = cs.parts[i].worker, cs.parts[i].handle
             try:
                 if w is local and pushed_from:

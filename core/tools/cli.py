@@ -9,6 +9,10 @@ __all__ = ["main"]
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
+    """``flowrt plugins``: print each plugin's status, distribution and what it
+    provides, then the device types (with the devices each finds here), the transports,
+    the graph passes, how many ops, kernels and gradients there are, and the API the
+    core needs that no plugin provides. Returns the exit status, 0."""
     from flowrt.plugin.runtime import Runtime
 
     rt = Runtime()

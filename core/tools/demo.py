@@ -68,6 +68,9 @@ class _Replica:
     """The graph one worker builds: the MLP, its loss, accuracy and Adam step."""
 
     def __init__(self, tf: Any, cluster: dict[str, list[str]], task: int):
+        """Build the replica's graph with ``tf`` (the ``flowrt`` module): the variables
+        on the ps tasks of ``cluster`` (``replica_device_setter``), the rest on worker
+        ``task``."""
         self.graph = g = tf.Graph()
         with g.as_default(), tf.device(tf.train.replica_device_setter(
                 cluster=cluster, worker_device=f"/job:worker/task:{task}")):

@@ -180,6 +180,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _check_device(device: Any, where: list[str], host: Device | None = None) -> Report:
+    """The checks of :func:`check_device`; ``where`` (what holds the device) starts
+    every failure message. Returns the :class:`Report`; raises AssertionError."""
     where = [*where, f"device {getattr(device, 'name', device)!r}"]
     r = Report(f"device {getattr(device, 'name', device)!r}")
     if not isinstance(device, Device):
@@ -283,6 +285,8 @@ def check_device(device: Device, *, host: Device | None = None) -> Report:
 
 
 def _check_device_type(dt: Any, where: list[str], host: Device | None = None) -> Report:
+    """The checks of :func:`check_device_type`; ``where`` (the plugin, if any) starts
+    every failure message. Returns the :class:`Report`; raises AssertionError."""
     name = getattr(dt, "name", dt)
     where = [*where, f"device type {name!r}{_owner(dt)}"]
     r = Report(f"device type {name!r}")
@@ -510,6 +514,8 @@ def _with_timeout(fn: Callable[[], str], timeout: float, where: list[str], what:
 
 
 def _check_transport(t: Any, where: list[str], live: bool, timeout: float) -> Report:
+    """The checks of :func:`check_transport`; ``where`` (the plugin, if any) starts
+    every failure message. Returns the :class:`Report`; raises AssertionError."""
     scheme = getattr(t, "scheme", None)
     where = [*where, f"transport {scheme!r}{_owner(t)}"]
     r = Report(f"transport {scheme!r}")
@@ -661,6 +667,10 @@ def _check_shapes_result(res: Any, op: Any, where: list[str], what: str) -> None
 
 
 def _check_opdef(d: Any, key: str, where: list[str]) -> None:
+    """Check the OpDef ``d`` that a kernel set registers as ``key``: its type and name,
+    unique argument names, arguments that refer to declared attrs of the right kind,
+    attr names, defaults within the allowed values and minimum, ``shape_fn`` and
+    ``is_stateful``. Raises AssertionError (:func:`_fail`) at the first problem."""
     if not isinstance(d, OpDef):
         _fail(where, f"ops[{key!r}] is {type(d).__name__}, expected a flowrt OpDef")
     if d.name != key:
@@ -741,6 +751,8 @@ def _device_for(rt: Any, device_type: str, cache: dict[str, Any]) -> Any:
 
 
 def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
+    """The checks of :func:`check_kernel_set`; ``where`` (the plugin, if any) starts
+    every failure message. Returns the :class:`Report`; raises AssertionError."""
     from ..engine.executor import SessionState
 
     name = getattr(ks, "name", ks)
@@ -956,6 +968,8 @@ class _PassCtx:
 
 
 def _check_graph_pass(p: Any, where: list[str], runtime: Any) -> Report:
+    """The checks of :func:`check_graph_pass`; ``where`` (the plugin, if any) starts
+    every failure message. Returns the :class:`Report`; raises AssertionError."""
     name = getattr(p, "name", p)
     where = [*where, f"graph pass {name!r}{_owner(p)}"]
     r = Report(f"graph pass {name!r}")
@@ -1654,6 +1668,12 @@ class ServerProcess:
                  use_env: bool = False, directory: str | None = None,
                  timeout: float = 30.0, wait: bool = True,
                  extra_args: Sequence[str] = ()):
+        """Start ``flowrt server`` for the task as a child process, whose output a
+        thread collects, and with ``wait`` wait until it serves (see the class).
+
+        :raises AssertionError: with ``wait``, when the server exits first or does not
+            come up within ``timeout`` seconds.
+        """
         import json
         import os
         import subprocess

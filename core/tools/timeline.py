@@ -174,6 +174,9 @@ class Timeline:
         return self._graph_nodes
 
     def _describe(self, rec: _NodeRec) -> None:
+        """Fill in ``rec``'s op and inputs from its timeline label, else from the step's
+        graph; for a ``_Send`` or ``_Recv``, also ``rec.transfer`` (the tensor and the
+        peer device), leaving a ``_Send`` its graph inputs and a ``_Recv`` none."""
         ns = rec.stats
         parsed = _parse_label(ns.timeline_label) if ns.timeline_label else None
         gn = self._nodes_of_graph().get(ns.node_name)

@@ -238,6 +238,10 @@ def _node_line(v: _VNode, indent: str) -> str:
 
 
 def _render(nodes: list[_VNode], title: str) -> str:
+    """The Graphviz DOT text of ``nodes`` titled ``title``: a cluster per device, data
+    edges labelled with the output index when not 0, control edges dashed, and a bold
+    edge from each ``_Send`` to the ``_Recv`` of its tensor. Edges from nodes not in
+    ``nodes`` are left out."""
     lines = [f"digraph {_quote(title)} {{",
              "  graph [rankdir=TB, compound=true, fontname=\"Helvetica\"];",
              "  node [fontname=\"Helvetica\", fontsize=10];",

@@ -285,6 +285,15 @@ def _encode_index(index: Any) -> bytes:
 
 
 def _decode_index(blob: bytes, path: str) -> Any:
+    """Check and parse the index file ``blob`` read from ``path``.
+
+    The header's magic number, length and CRC-32 (over the header and the payload) are
+    verified before the ``CheckpointIndex`` payload is parsed.
+
+    :returns: the ``CheckpointIndex`` message
+    :raises DataLossError: if the file is truncated, corrupted or not a flowrt index
+    :raises UnimplementedError: if it has a newer format version than this flowrt reads
+    """
     if len(blob) < INDEX_HEADER_SIZE:
         raise errors.DataLossError(None, None, f"Checkpoint index file {path} is truncated: "
                                    f"{len(blob)} bytes, shorter than its "
@@ -724,6 +733,14 @@ class _Bundle:
     """
 
     def __init__(self, index_path: str, index: Any, resolve: Callable[[str], str]):
+        """Check ``index`` against its data files and build the table of entries.
+
+        Each data file must exist and have the size the index records; each entry must be
+        named once, lie inside its shard and have a saveable dtype. Tensor data is not read.
+
+        :raises DataLossError: if the index or a data file is inconsistent
+        :raises NotFoundError: if a data file is missing
+        """
         self.index_path = index_path
         self.filenames: list[str] = []
         self.shards: list[tuple[str, int]] = []
@@ -829,6 +846,13 @@ class _Bundle:
                         raise _checksum_error(path, e, crc)
 
     def _read_entry(self, f: BinaryIO, e: Any, path: str) -> np.ndarray:
+        """Read and verify the tensor of entry ``e`` from the open data file ``f`` (at ``path``).
+
+        :returns: a new array of the entry's shape and dtype, in native byte order
+            (``tf.string``: an object array of bytes)
+        :raises DataLossError: if the data is truncated, its size does not fit the shape, or
+            its CRC-32 does not match
+        """
         dtype = _dt.as_dtype(int(e.dtype))
         shape = tuple(int(d.size) for d in e.shape.dim)
         size = int(e.size)

@@ -259,6 +259,12 @@ class QueueRunner:
         return self._queue.name
 
     def _run(self, sess: Any, enqueue_op: Any, coord: Coordinator | None) -> None:
+        """Thread body: run ``enqueue_op`` in ``sess`` until stopped or the queue is closed.
+
+        A queue-closed error ends the thread; the last thread of ``sess`` to end that way
+        runs the close op. Any other exception is handed to ``coord`` (``request_stop``), or
+        without one recorded in :attr:`exceptions_raised` and re-raised.
+        """
         decremented = False
         try:
             run = sess.make_callable(enqueue_op)

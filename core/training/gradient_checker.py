@@ -71,6 +71,15 @@ def _compute_dx_and_dy(x: Any, y: Tensor, y_shape: Sequence[int]) -> tuple[Any, 
 def _theoretical_jacobian(x: Any, x_shape: Sequence[int], x_data: np.ndarray, dy: Tensor,
                           dy_shape: Sequence[int], dx: Any,
                           extra_feed_dict: dict[Any, Any] | None) -> np.ndarray:
+    """The Jacobian of ``y`` with respect to ``x`` from the symbolic gradient ``dx``.
+
+    Column ``j`` is ``dx`` evaluated with ``dy`` fed a one-hot vector at ``j`` (complex
+    values count as two real components). ``dx`` of None gives a zero Jacobian.
+
+    :returns: an array of shape ``(x size, y size)`` in ``x``'s real dtype
+    :raises ValueError: if the gradient's shape differs from ``x``'s, or the gradient of
+        an empty ``y`` is nonzero
+    """
     xd = _dtype_of(x)
     if xd.is_complex:
         x_shape = tuple(x_shape) + (2,)
@@ -108,6 +117,13 @@ def _theoretical_jacobian(x: Any, x_shape: Sequence[int], x_data: np.ndarray, dy
 def _numeric_jacobian(x: Any, x_shape: Sequence[int], x_data: np.ndarray, y: Tensor,
                       y_shape: Sequence[int], delta: float,
                       extra_feed_dict: dict[Any, Any] | None) -> np.ndarray:
+    """The Jacobian of ``y`` with respect to ``x`` by central differences of step ``delta``.
+
+    Row ``i`` is ``(y(x + delta e_i) - y(x - delta e_i)) / (2 delta)``, each component of
+    a complex value taken separately; a bfloat16 ``y`` is differenced in float32.
+
+    :returns: an array of shape ``(x size, y size)`` in ``x``'s real dtype
+    """
     xd, yd = _dtype_of(x), _dtype_of(y)
     if yd is _dt.bfloat16:  # too few bits for delta: difference in float32
         y = api_function("cast")(y, _dt.float32)
@@ -136,6 +152,14 @@ def _compute_gradient(x: Any, x_shape: Sequence[int], dx: Any, y: Tensor,
                       y_shape: Sequence[int], dy: Tensor, x_init_value: Any = None,
                       delta: float = 1e-3, extra_feed_dict: dict[Any, Any] | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The theoretical and numeric Jacobians of ``y`` with respect to ``x``.
+
+    ``x`` takes ``x_init_value``, else random values of its dtype.
+
+    :returns: ``(theoretical, numeric)``
+    :raises AssertionError: if ``x`` or ``y`` has an unsupported dtype, or
+        ``x_init_value`` does not have shape ``x_shape`` (as TF asserts)
+    """
     t = _dtype_of(x)
     if t not in _ALLOWED:  # TF asserts these
         raise AssertionError(f"Don't support type {t.name} for x")

@@ -517,6 +517,12 @@ class Scaffold:
                  ready_op: Any = None, ready_for_local_init_op: Any = None,
                  local_init_op: Any = None, summary_op: Any = None, saver: Any = None,
                  copy_from_scaffold: "Scaffold | None" = None):
+        """Keep the given pieces; those left None are made by :meth:`finalize`.
+
+        :param init_fn: called as ``init_fn(scaffold, session)`` after ``init_op``
+        :param copy_from_scaffold: a Scaffold whose pieces fill those not given here
+        :raises TypeError: if ``copy_from_scaffold`` is not a Scaffold
+        """
         if copy_from_scaffold is not None:
             if not isinstance(copy_from_scaffold, Scaffold):
                 raise TypeError("copy_from_scaffold is not a Scaffold instance.")
@@ -658,6 +664,16 @@ class SessionManager:
                             checkpoint_filename_with_path: str | None = None,
                             wait_for_checkpoint: bool = False, max_wait_secs: float = 7200,
                             config: Any = None) -> tuple[Any, bool]:
+        """Create a session on ``master`` and restore it from a checkpoint if there is one.
+
+        Restores ``checkpoint_filename_with_path``, else the latest checkpoint in
+        ``checkpoint_dir``; with ``wait_for_checkpoint`` it waits up to ``max_wait_secs``
+        for one to appear. Without a saver or a checkpoint location nothing is restored.
+
+        :returns: ``(session, restored)``
+        :raises ValueError: if both ``checkpoint_dir`` and ``checkpoint_filename_with_path``
+            are given
+        """
         from .saver import get_checkpoint_state
 
         self._target = master
@@ -871,6 +887,15 @@ class _HookedSession:
 
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,
             run_metadata: Any = None) -> Any:
+        """Run ``fetches`` with the hooks' requests added (``tf.train.MonitoredSession.run``).
+
+        Each hook's ``before_run`` may add fetches, feeds and options; its ``after_run`` gets
+        the values it asked for. A hook's stop request is kept for :meth:`should_stop`.
+
+        :returns: the values of ``fetches``
+        :raises RuntimeError: if a stop was requested before, or a tensor is fed by two
+            hooks or by a hook and the caller
+        """
         if self._should_stop:
             raise RuntimeError("Run called even after should_stop requested.")
         actual_fetches: dict[Any, Any] = {"caller": fetches}
@@ -919,6 +944,14 @@ class MonitoredSession:
                  hooks: Sequence[SessionRunHook] | None = None,
                  stop_grace_period_secs: float = 120, should_recover: bool = True,
                  max_recoveries: int | None = None):
+        """Call every hook's ``begin`` and create the session (with its queue runners).
+
+        :param session_creator: default: a :class:`ChiefSessionCreator`
+        :param stop_grace_period_secs: how long :meth:`close` waits for the queue-runner
+            threads to stop
+        :param max_recoveries: the most times the session is created again after a lost
+            task (None: no limit)
+        """
         from ..framework.graph import get_default_graph
 
         self._graph = get_default_graph()

@@ -278,6 +278,12 @@ class BaseSaverBuilder:
     def _AddShardedSaveOpsForV2(self, checkpoint_prefix: Tensor,
                                 per_device: Sequence[tuple[str, list[SaveableObject]]]
                                 ) -> Tensor:
+        """The sharded save (TF's ``_AddShardedSaveOpsForV2``): one ``SaveV2`` per device.
+
+        :param per_device: ``(device, saveables)`` pairs, one shard each
+        :returns: ``checkpoint_prefix``, passed through an Identity that runs after the
+            shards are saved and merged by ``MergeV2Checkpoints``
+        """
         # Each device writes a complete checkpoint of its own under a temporary
         # directory next to the final prefix; MergeV2Checkpoints then moves the data
         # files into place and writes the merged index (docs/checkpoints.md).
@@ -306,6 +312,13 @@ class BaseSaverBuilder:
     def _AddRestoreOps(self, filename_tensor: Tensor, saveables: Sequence[SaveableObject],
                        restore_sequentially: bool, reshape: bool, preferred_shard: int = -1,
                        name: str = "restore_all") -> Operation:
+        """Build the op restoring ``saveables`` from the checkpoint ``filename_tensor``.
+
+        With ``reshape`` each saveable is restored into the shape of its variable; otherwise
+        the restored tensors take the static shapes they were saved from.
+
+        :returns: a grouping op named ``name`` of the saveables' restore ops
+        """
         tensors = self.bulk_restore(filename_tensor, saveables, preferred_shard,
                                     restore_sequentially)
         assign_ops = []
@@ -371,6 +384,13 @@ class BaseSaverBuilder:
                         name: str | None = None, restore_sequentially: bool = False,
                         filename: str = "model", build_save: bool = True,
                         build_restore: bool = True) -> Any:
+        """Add the save and restore ops for ``names_to_saveables`` under a name scope.
+
+        :param sharded: one save per device (see :meth:`_AddShardedSaveOpsForV2`)
+        :returns: the ``SaverDef`` naming the filename tensor, save tensor and restore op
+        :raises ValueError: if save or restore is not to be built (TF allows that only in
+            eager mode), or the saveables are invalid
+        """
         if not build_save or not build_restore:
             raise ValueError("save and restore operations need to be built together "
                              "when eager execution is not enabled.")
@@ -483,6 +503,12 @@ class Saver:
                  allow_empty: bool = False, write_version: int = 2,
                  pad_step_number: bool = False, save_relative_paths: bool = False,
                  filename: str | None = None):
+        """Keep the options and, unless ``defer_build``, build the save and restore ops.
+
+        :raises ValueError: if ``defer_build`` is given with a ``var_list``, there are no
+            variables to save (unless ``allow_empty``), or ``saver_def`` lacks the names
+            of its ops
+        """
         if defer_build and var_list:
             raise ValueError("If `var_list` is provided then build cannot be deferred. "
                              "Either set defer_build=False or var_list=None.")
@@ -827,6 +853,13 @@ def update_checkpoint_state_internal(save_dir: str, model_checkpoint_path: str,
                                      save_relative_paths: bool = False,
                                      all_model_checkpoint_timestamps: Any = None,
                                      last_preserved_timestamp: float | None = None) -> None:
+    """Write the ``checkpoint`` state file of ``save_dir`` (TF's
+    ``update_checkpoint_state_internal``), atomically.
+
+    With ``save_relative_paths`` absolute paths are stored relative to ``save_dir``.
+
+    :raises RuntimeError: if the checkpoint path is the state file's own path
+    """
     from google.protobuf import text_format
 
     state_file = _state_filename(save_dir, latest_filename)

@@ -106,6 +106,12 @@ class _VariableStore:
                         validate_shape: bool = True, use_resource: bool | None = None,
                         constraint: Callable | None = None, synchronization: Any = None,
                         aggregation: Any = None) -> Any:
+            """The getter a custom getter wraps: get or create one unpartitioned variable.
+
+            :raises ValueError: if ``partitioner`` is not callable
+            :raises NotImplementedError: if a partitioner is given for a non-scalar variable
+                (flowrt has no partitioned variables)
+            """
             is_scalar = isinstance(shape, (list, tuple)) and not shape
             if partitioner is not None and not is_scalar:
                 if not callable(partitioner):
@@ -147,6 +153,18 @@ class _VariableStore:
                              caching_device: Any = None, validate_shape: bool = True,
                              use_resource: bool | None = None,
                              constraint: Callable | None = None) -> Any:
+        """Get the variable ``name`` or create it (TF's ``_VariableStore._get_single_variable``).
+
+        An existing variable is returned unless ``reuse`` is False; a new one is made unless
+        ``reuse`` is True, with ``initializer`` (a value, a callable taking the shape, or a
+        class to instantiate) or the default initializer for ``dtype``, outside any control
+        dependencies. A regularizer's loss is added to ``REGULARIZATION_LOSSES``.
+
+        :returns: the variable
+        :raises ValueError: if the variable exists and ``reuse`` is False, does not exist and
+            ``reuse`` is True, exists with an incompatible shape or dtype, or the shape and
+            initializer do not fit together
+        """
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -449,6 +467,11 @@ class _pure_variable_scope:  # noqa: N801 - TF's name
                  partitioner: Callable | None = None, custom_getter: Callable | None = None,
                  old_name_scope: str | None = None, dtype: Any = _dt.float32,
                  use_resource: bool | None = None, constraint: Callable | None = None):
+        """Record the scope to switch to and the defaults to override in it.
+
+        For a :class:`VariableScope` ``name_or_scope`` the scope to enter is made now (and
+        re-entered as is); for a string it is made on entry, under the current scope.
+        """
         self._name_or_scope = name_or_scope
         self._reuse = reuse
         self._initializer = initializer
@@ -493,6 +516,12 @@ class _pure_variable_scope:  # noqa: N801 - TF's name
             obj.set_use_resource(self._use_resource)
 
     def __enter__(self) -> VariableScope:
+        """Make the new scope current and open its sub-scope count.
+
+        A string scope is nested in the current one and inherits its defaults and ``reuse``.
+
+        :returns: the :class:`VariableScope` entered
+        """
         store = self._store
         self._old = store.current_scope
         if isinstance(self._name_or_scope, VariableScope):
@@ -549,6 +578,12 @@ class variable_scope:  # noqa: N801 - TF's name
                  partitioner: Callable | None = None, custom_getter: Callable | None = None,
                  reuse: Any = None, dtype: Any = None, use_resource: bool | None = None,
                  constraint: Callable | None = None, auxiliary_name_scope: bool = True):
+        """Check the arguments and pick the graph (from ``values``, else the default graph).
+
+        :raises TypeError: if neither ``name_or_scope`` nor ``default_name`` is given, or
+            ``auxiliary_name_scope`` is not a bool
+        :raises ValueError: if ``reuse`` is not True, False, None or ``tf.AUTO_REUSE``
+        """
         self._name_or_scope = name_or_scope
         self._default_name = default_name
         self._values = values
@@ -604,6 +639,15 @@ class variable_scope:  # noqa: N801 - TF's name
         return result
 
     def _enter_uncached(self, stack: contextlib.ExitStack) -> VariableScope:
+        """First entry: open the name scope on ``stack`` and enter the variable scope.
+
+        Without ``name_or_scope`` the variable scope is ``default_name`` made unique. The
+        name scope and variable scope are kept so that a later entry re-opens the same ones.
+
+        :returns: the :class:`VariableScope` entered
+        :raises TypeError: if ``name_or_scope`` is neither a string nor a VariableScope
+        :raises ValueError: if ``reuse`` is True without a ``name_or_scope``
+        """
         g = self._graph
         if self._auxiliary_name_scope:
             reenter: str | None = None

@@ -45,6 +45,15 @@ class Variable:
                  import_scope: str | None = None, constraint: Callable | None = None,
                  use_resource: bool | None = None, synchronization: Any = None,
                  aggregation: Any = None, shape: Any = None):
+        """Build the variable's ops, or rebuild it from ``variable_def`` (a ``VariableDef``).
+
+        Adds, outside any control dependencies, the ``VariableV2`` node, its initial value
+        (a callable's ops under ``Initializer``, colocated with the variable), the ``Assign``
+        initializer and the ``read`` snapshot, then adds the variable to ``collections``.
+
+        :raises ValueError: if both or neither of ``variable_def`` and ``initial_value`` are
+            given, or ``collections`` is not a list, tuple or set
+        """
         if variable_def is not None:
             if initial_value is not None:
                 raise ValueError("variable_def and initial_value are mutually exclusive.")
