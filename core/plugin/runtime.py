@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from . import hookspecs
+from ..base import VERSION
 from ..base.errors import NotFoundError
 
 __all__ = ["Runtime", "PluginInfo", "default_runtime", "set_default_runtime",
@@ -155,7 +156,7 @@ class Runtime:
         if self._builtins:  # the essential plugins first; never blocked (see __init__)
             for name, mod in ESSENTIAL_PLUGINS.items():
                 seen.add(name)
-                info = self._infos[name] = PluginInfo(name, mod, "flowrt", None, True)
+                info = self._infos[name] = PluginInfo(name, mod, "flowrt", VERSION, True)
                 self._register(pm, info, lambda mod=mod: importlib.import_module(mod))
         for ep in eps:
             if ep.name in seen:
@@ -183,7 +184,7 @@ class Runtime:
             for name, mod in BUILTIN_PLUGINS.items():
                 if name in seen:
                     continue
-                info = PluginInfo(name, mod, "flowrt", None, True)
+                info = PluginInfo(name, mod, "flowrt", VERSION, True)
                 self._infos[name] = info
                 if name in self.blocked:
                     info.status = "blocked"
