@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base import errors
+from ..framework.graph import api_function
 from .coordinator import Coordinator, start_queue_runners
 
 __all__ = [
@@ -46,14 +47,8 @@ _PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 USE_DEFAULT = object()
 
 
-def _api(name: str) -> Any:
-    from ..plugin.runtime import default_runtime
-
-    return default_runtime().api[name]
-
-
 def _global_step(graph: Any = None) -> Any:
-    return _api("train.get_global_step")(graph)
+    return api_function("train.get_global_step")(graph)
 
 
 # -- hooks ----------------------------------------------------------------------------
@@ -553,7 +548,7 @@ class Scaffold:
 
         if self._finalized:
             return self
-        group = _api("group")
+        group = api_function("group")
 
         from ..framework.graph import add_to_collection
 
@@ -593,7 +588,7 @@ class Scaffold:
                                        "use by passing it to the constructor.")
                 self._saver = savers[0]
             else:
-                self._saver = _api("train.Saver")(sharded=True, allow_empty=True)
+                self._saver = api_function("train.Saver")(sharded=True, allow_empty=True)
                 add_to_collection(GraphKeys.SAVERS, self._saver)
         get_default_graph().finalize()
         self._finalized = True
@@ -612,7 +607,7 @@ class Scaffold:
     def default_local_init_op() -> Any:
         from . import variables as _vars
 
-        return _api("group")(_vars.local_variables_initializer())
+        return api_function("group")(_vars.local_variables_initializer())
 
 
 def check_ready(op: Any, sess: Any, msg: str) -> tuple[bool, str | None]:

@@ -20,8 +20,8 @@ import traceback
 from typing import Any, Callable, Sequence
 
 from ..base import dtypes as _dt
-from ..framework.graph import (GraphKeys, _graph_from_inputs, colocate_with, convert_to_tensor,
-                               get_default_graph, name_scope)
+from ..framework.graph import (GraphKeys, _graph_from_inputs, api_function, colocate_with,
+                               convert_to_tensor, get_default_graph, name_scope)
 from ..base.tensor_shape import as_shape
 from .variables import Variable
 
@@ -50,8 +50,6 @@ def no_regularizer(_: Any) -> None:
     return None
 
 
-def _api(name: str) -> Callable[..., Any]:
-    return get_default_graph()._runtime.api_function(name)
 
 
 def _accepts(fn: Callable[..., Any], arg: str) -> bool:
@@ -242,9 +240,9 @@ class _VariableStore:
     def _default_initializer(name: str, dtype: _dt.DType) -> tuple[Any, bool]:
         """glorot_uniform for floats, zeros for integers, bools and strings (TF1)."""
         if dtype.is_floating:
-            return _api("glorot_uniform_initializer")(), False
+            return api_function("glorot_uniform_initializer")(), False
         if dtype.is_integer or dtype.is_unsigned or dtype.is_bool or dtype is _dt.string:
-            return _api("zeros_initializer")(), False
+            return api_function("zeros_initializer")(), False
         raise ValueError(f"An initializer for variable {name} of {dtype.base_dtype} is "
                          "required")
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from flowrt import dtypes as _dt
-from flowrt.graph import Tensor, get_default_graph
+from flowrt.graph import Tensor, api_function, get_default_graph
 from flowrt.tensor_shape import Dimension, TensorShape
 
 from ._common import ks
@@ -25,8 +25,6 @@ __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomN
            "he_normal", "he_uniform", "compute_fans"]
 
 
-def _api(name: str) -> Any:
-    return get_default_graph()._runtime.api_function(name)
 
 
 def _assert_float_dtype(dtype: _dt.DType) -> _dt.DType:
@@ -85,7 +83,7 @@ class Zeros(Initializer):
         self.dtype = _dt.as_dtype(dtype)
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        return _api("zeros")(shape, self.dtype if dtype is None else dtype)
+        return api_function("zeros")(shape, self.dtype if dtype is None else dtype)
 
     def get_config(self) -> dict[str, Any]:
         return {"dtype": self.dtype.name}
@@ -98,7 +96,7 @@ class Ones(Initializer):
         self.dtype = _dt.as_dtype(dtype)
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        return _api("ones")(shape, self.dtype if dtype is None else dtype)
+        return api_function("ones")(shape, self.dtype if dtype is None else dtype)
 
     def get_config(self) -> dict[str, Any]:
         return {"dtype": self.dtype.name}
@@ -123,7 +121,7 @@ class Constant(Initializer):
             dtype = self.dtype
         if verify_shape is None:
             verify_shape = self._verify_shape
-        return _api("constant")(self.value, dtype=dtype, shape=shape,
+        return api_function("constant")(self.value, dtype=dtype, shape=shape,
                                 verify_shape=verify_shape)
 
     def get_config(self) -> dict[str, Any]:
@@ -141,7 +139,7 @@ class RandomUniform(Initializer):
         self.dtype = _dt.as_dtype(dtype)
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        return _api("random_uniform")(shape, self.minval, self.maxval,
+        return api_function("random_uniform")(shape, self.minval, self.maxval,
                                       self.dtype if dtype is None else dtype, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
@@ -160,7 +158,7 @@ class RandomNormal(Initializer):
         self.dtype = _assert_float_dtype(_dt.as_dtype(dtype))
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        return _api("random_normal")(shape, self.mean, self.stddev,
+        return api_function("random_normal")(shape, self.mean, self.stddev,
                                      self.dtype if dtype is None else dtype, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
@@ -172,7 +170,7 @@ class TruncatedNormal(RandomNormal):
     """Normal values redrawn beyond two stddevs (``tf.truncated_normal_initializer``)."""
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        return _api("truncated_normal")(shape, self.mean, self.stddev,
+        return api_function("truncated_normal")(shape, self.mean, self.stddev,
                                         self.dtype if dtype is None else dtype,
                                         seed=self.seed)
 
@@ -194,7 +192,7 @@ class UniformUnitScaling(Initializer):
             input_size *= float(d)
         input_size = max(input_size, 1.0)
         max_val = math.sqrt(3 / input_size) * self.factor
-        return _api("random_uniform")(shape, -max_val, max_val,
+        return api_function("random_uniform")(shape, -max_val, max_val,
                                       self.dtype if dtype is None else dtype, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
@@ -244,11 +242,11 @@ class VarianceScaling(Initializer):
             scale /= max(1., (fan_in + fan_out) / 2.)
         if self.distribution in ("normal", "truncated_normal"):
             stddev = math.sqrt(scale) / _TRUNCATED_STDDEV
-            return _api("truncated_normal")(shape, 0.0, stddev, dtype, seed=self.seed)
+            return api_function("truncated_normal")(shape, 0.0, stddev, dtype, seed=self.seed)
         if self.distribution == "untruncated_normal":
-            return _api("random_normal")(shape, 0.0, math.sqrt(scale), dtype, seed=self.seed)
+            return api_function("random_normal")(shape, 0.0, math.sqrt(scale), dtype, seed=self.seed)
         limit = math.sqrt(3.0 * scale)
-        return _api("random_uniform")(shape, -limit, limit, dtype, seed=self.seed)
+        return api_function("random_uniform")(shape, -limit, limit, dtype, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
@@ -306,12 +304,12 @@ class Orthogonal(Initializer):
             num_rows *= d
         num_cols = dims[-1]
         flat = (num_cols, num_rows) if num_rows < num_cols else (num_rows, num_cols)
-        a = _api("random_normal")(flat, dtype=dtype, seed=self.seed)
+        a = api_function("random_normal")(flat, dtype=dtype, seed=self.seed)
         q, r = qr(a, full_matrices=False)
-        q = q * _api("sign")(_api("diag_part")(r))
+        q = q * api_function("sign")(api_function("diag_part")(r))
         if num_rows < num_cols:
-            q = _api("matrix_transpose")(q)
-        return self.gain * _api("reshape")(q, dims)
+            q = api_function("matrix_transpose")(q)
+        return self.gain * api_function("reshape")(q, dims)
 
     def get_config(self) -> dict[str, Any]:
         return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
@@ -329,9 +327,9 @@ class Identity(Initializer):
         if len(full) != 2:
             raise ValueError("Identity matrix initializer can only be used for 2D matrices.")
         dtype = self.dtype if dtype is None else dtype
-        eye = _api("eye")(full[0], full[1], dtype=dtype)
+        eye = api_function("eye")(full[0], full[1], dtype=dtype)
         if partition_info is not None:
-            eye = _api("slice")(eye, partition_info.var_offset, _dims(shape))
+            eye = api_function("slice")(eye, partition_info.var_offset, _dims(shape))
         return self.gain * eye
 
     def get_config(self) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from typing import Any, Iterator, Sequence
 
 from flowrt import dtypes as _dt
 from flowrt.gradients import gradients as _gradients
-from flowrt.graph import (GraphKeys, Operation, Tensor, colocate_with, control_dependencies,
-                          convert_to_tensor, get_default_graph, name_scope)
+from flowrt.graph import (GraphKeys, Operation, Tensor, api_function, colocate_with,
+                          control_dependencies, convert_to_tensor, get_default_graph,
+                          name_scope)
 from flowrt.variable_scope import get_variable, get_variable_scope, variable_scope
 from flowrt.variables import Variable, trainable_variables
 
@@ -30,8 +31,6 @@ __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOp
            "inverse_time_decay", "natural_exp_decay", "polynomial_decay"]
 
 
-def _api(name: str) -> Any:
-    return get_default_graph()._runtime.api_function(name)
 
 
 @contextlib.contextmanager
@@ -96,13 +95,13 @@ def create_zeros_slot(primary: Any, name: str, dtype: Any = None,
         dtype = primary.dtype.base_dtype
     slot_shape = primary.get_shape()
     if slot_shape.is_fully_defined():
-        return create_slot_with_initializer(primary, _api("zeros_initializer")(), slot_shape,
+        return create_slot_with_initializer(primary, api_function("zeros_initializer")(), slot_shape,
                                             dtype, name, colocate_with_primary)
     if isinstance(primary, Variable):
-        shape_t = _api("shape")(primary.initialized_value())
+        shape_t = api_function("shape")(primary.initialized_value())
     else:
-        shape_t = _api("shape")(primary)
-    val = _api("zeros")(shape_t, dtype=dtype)
+        shape_t = api_function("shape")(primary)
+    val = api_function("zeros")(shape_t, dtype=dtype)
     return create_slot(primary, val, name, colocate_with_primary)
 
 
@@ -241,7 +240,7 @@ class Optimizer:
             aggregation_method=aggregation_method,
             colocate_gradients_with_ops=colocate_gradients_with_ops)
         if gate_gradients == Optimizer.GATE_GRAPH and any(g is not None for g in grads):
-            grads = _api("tuple")(grads)
+            grads = api_function("tuple")(grads)
         grads_and_vars = list(zip(grads, var_list))
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
@@ -287,7 +286,7 @@ class Optimizer:
             else:
                 with control_dependencies([self._finish(update_ops, "update")]):
                     with colocate_with(global_step):
-                        apply_updates = _api("assign_add")(global_step, 1, name=scope)
+                        apply_updates = api_function("assign_add")(global_step, 1, name=scope)
             if isinstance(apply_updates, Tensor):
                 apply_updates = apply_updates.op
             train_op = get_default_graph().get_collection_ref(GraphKeys.TRAIN_OP)
@@ -390,7 +389,7 @@ class Optimizer:
         raise NotImplementedError()
 
     def _finish(self, update_ops: list[Any], name_scope: str) -> Operation:
-        return _api("group")(*update_ops, name=name_scope)
+        return api_function("group")(*update_ops, name=name_scope)
 
     @staticmethod
     def _call_if_callable(param: Any) -> Any:
@@ -398,7 +397,7 @@ class Optimizer:
 
 
 def _cast(t: Any, var: Any) -> Tensor:
-    return _api("cast")(t, var.dtype.base_dtype)
+    return api_function("cast")(t, var.dtype.base_dtype)
 
 
 # ---------------------------------------------------------------------------------------
@@ -504,7 +503,7 @@ class AdamOptimizer(Optimizer):
                                                   use_locking=self._use_locking)
                 update_beta2 = beta2_power.assign(beta2_power * self._beta2_t,
                                                   use_locking=self._use_locking)
-        return _api("group")(*(update_ops + [update_beta1, update_beta2]), name=name_scope)
+        return api_function("group")(*(update_ops + [update_beta1, update_beta2]), name=name_scope)
 
 
 class AdagradOptimizer(Optimizer):
@@ -527,11 +526,11 @@ class AdagradOptimizer(Optimizer):
         for v in var_list:
             dtype = v.dtype.base_dtype
             if v.get_shape().is_fully_defined():
-                init: Any = _api("constant_initializer")(self._initial_accumulator_value,
+                init: Any = api_function("constant_initializer")(self._initial_accumulator_value,
                                                          dtype=dtype)
             else:
                 with colocate_with(v):
-                    init = _api("cast")(_api("fill")(_api("shape")(v),
+                    init = api_function("cast")(api_function("fill")(api_function("shape")(v),
                                                      self._initial_accumulator_value), dtype)
             self._get_or_make_slot_with_initializer(v, init, v.get_shape(), dtype,
                                                     "accumulator", self._name)
@@ -563,9 +562,9 @@ class RMSPropOptimizer(Optimizer):
     def _create_slots(self, var_list: list[Any]) -> None:
         for v in var_list:
             if v.get_shape().is_fully_defined():
-                init_rms: Any = _api("ones_initializer")(dtype=v.dtype.base_dtype)
+                init_rms: Any = api_function("ones_initializer")(dtype=v.dtype.base_dtype)
             else:
-                init_rms = _api("ones_like")(v)
+                init_rms = api_function("ones_like")(v)
             self._get_or_make_slot_with_initializer(v, init_rms, v.get_shape(),
                                                     v.dtype.base_dtype, "rms", self._name)
             if self._centered:
@@ -670,7 +669,7 @@ def create_global_step(graph: Any = None) -> Variable:
         raise ValueError('"global_step" already exists.')
     with graph.as_default() as g, g.name_scope(None):
         return get_variable(GraphKeys.GLOBAL_STEP, shape=[], dtype=_dt.int64,
-                            initializer=_api("zeros_initializer")(), trainable=False,
+                            initializer=api_function("zeros_initializer")(), trainable=False,
                             collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
 
 
@@ -697,7 +696,7 @@ def _decay_inputs(learning_rate: Any, global_step: Any, decay_steps: Any, fn: st
         raise ValueError(f"global_step is required for {fn}.")
     lr = convert_to_tensor(learning_rate, name="learning_rate")
     dtype = lr.dtype
-    cast = _api("cast")
+    cast = api_function("cast")
     return lr, dtype, cast(global_step, dtype), cast(decay_steps, dtype)
 
 
@@ -710,11 +709,11 @@ def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
                     [learning_rate, global_step, decay_steps, decay_rate]) as scope:
         lr, dtype, step, steps = _decay_inputs(learning_rate, global_step, decay_steps,
                                                "exponential_decay")
-        rate = _api("cast")(decay_rate, dtype)
+        rate = api_function("cast")(decay_rate, dtype)
         p = step / steps
         if staircase:
-            p = _api("floor")(p)
-        return _api("multiply")(lr, _api("pow")(rate, p), name=scope)
+            p = api_function("floor")(p)
+        return api_function("multiply")(lr, api_function("pow")(rate, p), name=scope)
 
 
 def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
@@ -725,12 +724,12 @@ def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
                     [learning_rate, global_step, decay_rate]) as scope:
         lr, dtype, step, steps = _decay_inputs(learning_rate, global_step, decay_steps,
                                                "inverse_time_decay")
-        rate = _api("cast")(decay_rate, dtype)
+        rate = api_function("cast")(decay_rate, dtype)
         p = step / steps
         if staircase:
-            p = _api("floor")(p)
-        denom = _api("add")(_api("cast")(1, dtype), _api("multiply")(rate, p))
-        return _api("truediv")(lr, denom, name=scope)
+            p = api_function("floor")(p)
+        denom = api_function("add")(api_function("cast")(1, dtype), api_function("multiply")(rate, p))
+        return api_function("truediv")(lr, denom, name=scope)
 
 
 def natural_exp_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
@@ -741,12 +740,12 @@ def natural_exp_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
                     [learning_rate, global_step, decay_rate]) as scope:
         lr, dtype, step, steps = _decay_inputs(learning_rate, global_step, decay_steps,
                                                "natural_exp_decay")
-        rate = _api("cast")(decay_rate, dtype)
+        rate = api_function("cast")(decay_rate, dtype)
         p = step / steps
         if staircase:
-            p = _api("floor")(p)
-        exponent = _api("exp")(_api("multiply")(_api("negative")(rate), p))
-        return _api("multiply")(lr, exponent, name=scope)
+            p = api_function("floor")(p)
+        exponent = api_function("exp")(api_function("multiply")(api_function("negative")(rate), p))
+        return api_function("multiply")(lr, exponent, name=scope)
 
 
 def polynomial_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
@@ -759,18 +758,18 @@ def polynomial_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
                     ) as scope:
         lr, dtype, step, steps = _decay_inputs(learning_rate, global_step, decay_steps,
                                                "polynomial_decay")
-        cast = _api("cast")
+        cast = api_function("cast")
         end_lr = cast(end_learning_rate, dtype)
         pw = cast(power, dtype)
         if cycle:
             one = cast(1.0, dtype)
-            mult = _api("where")(_api("equal")(step, cast(0, dtype)), one,
-                                 _api("ceil")(step / steps))
-            steps = _api("multiply")(steps, mult)
+            mult = api_function("where")(api_function("equal")(step, cast(0, dtype)), one,
+                                 api_function("ceil")(step / steps))
+            steps = api_function("multiply")(steps, mult)
         else:
-            step = _api("minimum")(step, steps)
-        p = _api("truediv")(step, steps)
-        return _api("add")(_api("multiply")(lr - end_lr, _api("pow")(1 - p, pw)), end_lr,
+            step = api_function("minimum")(step, steps)
+        p = api_function("truediv")(step, steps)
+        return api_function("add")(api_function("multiply")(lr - end_lr, api_function("pow")(1 - p, pw)), end_lr,
                            name=scope)
 
 
@@ -789,7 +788,7 @@ def piecewise_constant(x: Any, boundaries: Sequence[Any], values: Sequence[Any],
         x_t = convert_to_tensor(x)
         b = [convert_to_tensor(v) for v in boundaries]
         vals = [convert_to_tensor(v) for v in values]
-        cast = _api("cast")
+        cast = api_function("cast")
         for i, bi in enumerate(b):
             if bi.dtype.base_dtype is not x_t.dtype.base_dtype:
                 if bi.dtype.base_dtype is _dt.int32 and x_t.dtype.base_dtype is _dt.int64:
@@ -801,7 +800,7 @@ def piecewise_constant(x: Any, boundaries: Sequence[Any], values: Sequence[Any],
             if v.dtype.base_dtype is not vals[0].dtype.base_dtype:
                 raise ValueError(f"Values must have elements all with the same dtype "
                                  f"({vals[0].dtype.base_dtype!r} vs {v.dtype.base_dtype!r}).")
-        where, less_equal = _api("where"), _api("less_equal")
+        where, less_equal = api_function("where"), api_function("less_equal")
         out = vals[-1]
         for i in reversed(range(len(b))):
             out = where(less_equal(x_t, b[i]), vals[i], out,

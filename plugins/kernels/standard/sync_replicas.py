@@ -43,8 +43,8 @@ from typing import Any
 from flowrt import dtypes as _dt
 from flowrt import errors
 from flowrt.coordinator import QueueRunner
-from flowrt.graph import (GraphKeys, Tensor, colocate_with, control_dependencies, device,
-                          name_scope)
+from flowrt.graph import (GraphKeys, Tensor, api_function, colocate_with,
+                          control_dependencies, device, name_scope)
 from flowrt.monitored_session import SessionRunHook, check_ready
 from flowrt.variables import Variable, global_variables, report_uninitialized_variables
 
@@ -57,10 +57,6 @@ __all__ = ["SyncReplicasOptimizer"]
 _log = logging.getLogger("flowrt")
 
 
-def api_function(name: str) -> Any:
-    from flowrt.runtime import default_runtime
-
-    return default_runtime().api[name]
 
 
 class SyncReplicasOptimizer(Optimizer):
