@@ -149,7 +149,7 @@ _SUBMODULES: list[frozenset[str]] = []
 
 def _submodules() -> frozenset[str]:
     if not _SUBMODULES:
-        import pkgutil
+        import pkgutil  # only when a submodule name is asked for: keeps the import cheap
 
         _SUBMODULES.append(frozenset(m.name for m in pkgutil.iter_modules(__path__)) |
                            frozenset(_paths.MOVED))

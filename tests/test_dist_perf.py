@@ -195,8 +195,8 @@ def count_calls(monkeypatch):
 
         def wrapped(self, *a, _orig=orig, _name=name, **k):
             counts[f"inproc {_name}"] += 1
-            if k.get("push_to") is not None:
-                pushes.append((self.job, self.task, k["push_to"]))
+            if _name == "run_graph" and a[0].push_to is not None:
+                pushes.append((self.job, self.task, a[0].push_to))
             return _orig(self, *a, **k)
 
         monkeypatch.setattr(Worker, name, wrapped)

@@ -221,3 +221,28 @@ def test_long_functions_say_what_they_do() -> None:
                     ast.get_docstring(node) is None:
                 bare.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert not bare, "\n".join(bare)
+
+
+def test_imports_inside_functions_say_why() -> None:
+    """An import inside a function (other than a module's ``__getattr__``) is the
+    exception: an optional library, a module that ``import flowrt`` must not load yet,
+    or a cycle between two modules of one layer. Each says which in a comment on its
+    line or the line above; every other import is at module level."""
+    bare = []
+    for path in _modules(CORE):
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines), str(path))
+        seen: set[int] = set()
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                    fn.name == "__getattr__":
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                        node.lineno not in seen:
+                    seen.add(node.lineno)
+                    here = lines[node.lineno - 1]
+                    above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+                    if "#" not in here and not above.startswith("#"):
+                        bare.append(f"{path.relative_to(ROOT)}:{node.lineno} {here.strip()}")
+    assert not bare, "in-function imports without a reason:\n" + "\n".join(bare)

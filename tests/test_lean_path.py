@@ -17,6 +17,7 @@ import flowrt as tf
 import flowrt.testing as ft
 from flowrt import errors
 from flowrt.executor import DEAD
+from flowrt.plugin.services import RunGraphRequest
 from flowrt.ir import extract_step_graph
 from flowrt.master import Master
 from flowrt.partition import partition
@@ -181,7 +182,7 @@ def test_a_straight_line_graph_runs_without_blocking(worker):
     gs = _Graphs(worker)
     h = gs.register([gs.add])
     assert worker.runs_without_blocking(h) and worker.is_light(h)
-    assert worker.run_graph(h, 1, []) == [np.float32(5.0)]
+    assert worker.run_graph(RunGraphRequest(h, 1)).outputs == [np.float32(5.0)]
 
 
 def test_receives_queues_and_expensive_kernels_may_block(worker):
@@ -197,7 +198,7 @@ def test_receives_queues_and_expensive_kernels_may_block(worker):
     placed = place(ir, worker.devices, gs.rt)
     both = worker.register_partitions("s", partition(ir, placed, gs.rt), 1)
     assert not worker.runs_without_blocking(both)
-    assert worker.run_graph(both, 2, []) == [np.float32(10.0)]
+    assert worker.run_graph(RunGraphRequest(both, 2)).outputs == [np.float32(10.0)]
 
 
 def test_unknown_or_deregistered_handles_are_not_quick(worker):
@@ -298,7 +299,7 @@ def test_dispatch_defers_a_graph_that_is_not_quick(handler, worker):
     np.testing.assert_array_equal(values[0], values2[0])
     # a dequeue may block: deferred; with an element queued, the callable delivers it
     enq, deq = gs.register([], [gs.enqueue]), gs.register([gs.dequeue])
-    worker.run_graph(enq, 23, [])
+    worker.run_graph(RunGraphRequest(enq, 23))
     r = handler.dispatch("Worker/RunGraph",
                          *pack(pb.RunGraphRequest(graph_handle=deq, step_id=24)))
     assert callable(r)
@@ -642,9 +643,9 @@ def _record_runs(server: Server, job: str) -> list[tuple[str, bool]]:
     seen: list[tuple[str, bool]] = []
     orig = client.run_graph
 
-    def run_graph(*a: Any, **k: Any) -> Any:
-        seen.append((threading.current_thread().name, k.get("cancel") is not None))
-        return orig(*a, **k)
+    def run_graph(request: RunGraphRequest) -> Any:
+        seen.append((threading.current_thread().name, request.cancel is not None))
+        return orig(request)
 
     client.run_graph = run_graph
     return seen

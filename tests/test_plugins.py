@@ -674,8 +674,9 @@ def test_loading_plugins_does_not_shadow_flowrt_names() -> None:
 
 
 def test_in_process_sessions_never_load_grpc_or_zmq():
-    """The grpc and zmq transports load their libraries only when a runtime first needs
-    its transports (a grpc:// or zmq:// target, a server, `flowrt plugins`)."""
+    """``Session()`` goes through the ``inproc`` transport like every target; listing
+    the transports declares grpc and zmq without importing them; the first use of one
+    (here a client of a ``grpc://`` address) imports its library."""
     import subprocess
     import sys
 
@@ -686,7 +687,28 @@ def test_in_process_sessions_never_load_grpc_or_zmq():
             "assert 'grpc' not in sys.modules and 'zmq' not in sys.modules, 'loaded'\n"
             "rt = tf.default_runtime()\n"
             "assert {'grpc', 'zmq', 'inproc'} <= set(rt.transports)\n"
-            "assert 'grpc' in sys.modules and 'zmq' in sys.modules\n")
+            "assert 'grpc' not in sys.modules and 'zmq' not in sys.modules, 'listed'\n"
+            "assert not rt.transports['grpc'].loaded\n"
+            "rt.transport('grpc').worker_client('127.0.0.1:1')\n"
+            "assert rt.transports['grpc'].loaded and 'grpc' in sys.modules\n"
+            "assert 'zmq' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_deferred_transport_loads_on_first_use_and_forwards_options():
+    from flowrt.plugin.transport import DeferredTransport, require
+
+    t = DeferredTransport("fake", "flowrt.plugins.transports.inproc", "InProcTransport")
+    t.plugin, t.runtime = "fake-plugin", "rt"
+    assert not t.loaded and t.scheme == "fake" and "not loaded" in repr(t)
+    t.max_message_bytes = 1234  # an option: set on the transport itself
+    assert t.loaded and t.load().max_message_bytes == 1234 == t.max_message_bytes
+    assert t.load().plugin == "fake-plugin" and t.load().runtime == "rt"
+    assert t.load() is t.load()
+    with pytest.raises(ImportError, match="no-such-lib-pkg is not installed"):
+        require("flowrt_no_such_module_xyz", "no-such-lib-pkg")
+    broken = DeferredTransport("x", "flowrt_no_such_module_xyz", "T")
+    with pytest.raises(ModuleNotFoundError):
+        broken.master_client("a")

@@ -144,3 +144,32 @@ def test_session_with_no_target_uses_a_private_in_process_master() -> None:
             v = np.arange(3, dtype=np.float32)
             assert sess.run(y, {x: v}).tolist() == [0.0, 1.0, 2.0]
     assert g is not None
+
+
+def test_no_target_goes_through_the_inproc_transport(monkeypatch: pytest.MonkeyPatch
+                                                     ) -> None:
+    """``Session("")`` asks the runtime's ``inproc`` transport for its master, as every
+    other target asks its scheme's transport: one path (issue 15, item 3)."""
+    rt = tf.Runtime()
+    inproc = rt.transport("inproc")
+    calls: list[tuple[str, Any]] = []
+    real = inproc.master_client
+
+    def spy(address: str, config: Any = None) -> Any:
+        calls.append((address, config))
+        return real(address, config=config)
+
+    monkeypatch.setattr(inproc, "master_client", spy)
+    cfg = tf.ConfigProto(device_count={"CPU": 2})
+    m = _master_for(rt, "", cfg)
+    assert calls == [("", cfg)] and m.runtime is rt
+    assert len([d for d in m.local_worker.devices if d.device_type == "CPU"]) == 2
+    named = _master_for(rt, "inproc://contracts-test", None)
+    assert calls[-1] == ("contracts-test", None) and named is not m
+    assert named is _master_for(rt, "inproc://contracts-test", None)
+
+
+def test_no_target_without_the_inproc_transport_names_it() -> None:
+    rt = tf.Runtime(block=["inproc"])
+    with pytest.raises(tf.errors.NotFoundError, match="No transport for scheme 'inproc'"):
+        _master_for(rt, "", None)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
+from ..proto import tensor_shape_pb2
 
 __all__ = ["Dimension", "TensorShape", "as_dimension", "as_shape", "unknown_shape", "scalar",
            "vector", "matrix", "dimension_value", "dimension_at_index"]
@@ -311,7 +312,6 @@ class TensorShape:
         return self
 
     def as_proto(self) -> Any:
-        from ..proto import tensor_shape_pb2
 
         p = tensor_shape_pb2.TensorShapeProto()
         if self._dims is None:

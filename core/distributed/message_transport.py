@@ -45,16 +45,13 @@ class MessageTransport(Transport):
 
     # -- the services, built by the core --------------------------------------------
     def start_server(self, address: str, master: Any, worker: Any) -> Any:
-        from ..distributed.rpc import ServiceHandler
 
         return self.serve(address, ServiceHandler(master, worker))
 
     def master_client(self, address: str) -> Any:
-        from ..distributed.rpc import MasterClient
 
         return MasterClient(self, address)
 
     def worker_client(self, address: str) -> Any:
-        from ..distributed.rpc import WorkerClient
 
         return WorkerClient(self, address)

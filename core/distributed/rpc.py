@@ -32,8 +32,14 @@ from . import shm as _shm
 from ..base import threads as _threads
 from ..base.device_spec import DeviceSpec
 from ..engine.executor import DEAD, NodeStat
-from ..plugin.services import WorkerStatus
+from ..plugin.services import RunGraphRequest, RunGraphResponse, WorkerStatus
 from ..proto import service_pb2 as pb
+from ..base.tensor_codec import make_tensor_proto
+from ..base.tensor_codec import make_ndarray
+from .ir_wire import ir_from_graph_def
+from ..engine.partition import Partition
+from ..engine.ir import ARG_OP
+from .ir_wire import ir_to_graph_def
 
 __all__ = ["ServiceHandler", "MasterClient", "WorkerClient", "RemoteDevice",
            "encode_tensor", "decode_tensor", "pack", "unpack", "unpack_from_peer",
@@ -84,7 +90,6 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any],
             "only numeric, bool and string tensors travel (place the ops that use a "
             "queue or other resource on the task that holds it)")
     if arr.dtype.kind in "OSU":
-        from ..base.tensor_codec import make_tensor_proto
 
         m.proto.CopyFrom(make_tensor_proto(arr))
         m.dtype = m.proto.dtype
@@ -121,7 +126,6 @@ def decode_tensor(meta: Any, buffers: Sequence[Any], same_host: bool = False) ->
     if any(d < 0 for d in shape):
         raise errors.InvalidArgumentError(None, None, f"tensor with negative shape {shape}")
     if meta.buffer < 0 and not meta.shm:
-        from ..base.tensor_codec import make_ndarray
 
         if not meta.HasField("proto"):
             raise errors.InvalidArgumentError(None, None, "tensor has neither a buffer "
@@ -449,8 +453,6 @@ class ServiceHandler:
     def _register_graph(self, req: Any, _t: list[Any]) -> Any:
         """Rebuild each partition's ``GraphIR`` from its ``GraphDef``, check the fetch
         positions (they come from the network) and register them on the worker."""
-        from .ir_wire import ir_from_graph_def
-        from ..engine.partition import Partition
 
         w = self.worker
         parts = []
@@ -506,25 +508,23 @@ class ServiceHandler:
             if i < 0:
                 raise errors.InvalidArgumentError(None, None, f"bad arg index {i}")
             args[i] = t
-        stats: list[NodeStat] | None = [] if req.trace else None
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
-        pushed: list[tuple[str, Any]] = []
-        kw: dict[str, Any] = {}
+        request = RunGraphRequest(req.graph_handle, req.step_id, args, req.trace, timeout)
         if req.push_job:
-            kw.update(push_to=(req.push_job, int(req.push_task)), pushed=pushed)
+            request.push_to = (req.push_job, int(req.push_task))
         if req.pushed_job:
-            kw.update(pushed_in=pushed_in, pushed_in_from=(req.pushed_job,
-                                                           int(req.pushed_task)))
-        out = w.run_graph(req.graph_handle, req.step_id, args, stats, timeout=timeout,
-                          **kw)
+            request.pushed_in = pushed_in
+            request.pushed_in_from = (req.pushed_job, int(req.pushed_task))
+        got = w.run_graph(request)
+        out = got.outputs
         positions = w.fetch_positions(req.graph_handle)
         resp = pb.RunGraphResponse()
         resp.fetch_position.extend(positions)
-        if stats:
-            _stats_to_proto(stats, resp.stats)
+        if got.stats:
+            _stats_to_proto(got.stats, resp.stats)
         resp.clock = time.perf_counter()
-        resp.pushed_key.extend(k for k, _ in pushed)
-        return resp, [out[p] for p in positions] + [v for _, v in pushed]
+        resp.pushed_key.extend(k for k, _ in got.pushed)
+        return resp, [out[p] for p in positions] + [v for _, v in got.pushed]
 
     #: a graph whose step, answered at once, took longer than this many seconds (twice:
     #: once may be a pause of the process) is run on a handler thread from then on (its
@@ -699,7 +699,6 @@ class WorkerClient(_Client):
     def register_graph(self, session_handle: str, ir: Any, fetches: Sequence[Any],
                        inter_op_threads: int = 0, pull_together: Sequence[str] = ()) -> str:
         """Register one partition: :meth:`register_partitions` of a single one."""
-        from ..engine.partition import Partition
 
         dev = next(iter(ir.nodes.values())).assigned_device if ir.nodes else None
         p = Partition(next((d for d in self.devices if d.name == dev), self.devices[0]), ir)
@@ -714,8 +713,6 @@ class WorkerClient(_Client):
         """``Worker/RegisterGraph``: send each partition as a ``GraphDef``; remembers
         which feeds and fetch positions the graph has (:meth:`run_graph` sends and
         expects only those)."""
-        from ..engine.ir import ARG_OP
-        from .ir_wire import ir_to_graph_def
 
         req = pb.RegisterGraphRequest(session_handle=session_handle, n_fetches=n_fetches,
                                       inter_op_threads=inter_op_threads,
@@ -756,43 +753,36 @@ class WorkerClient(_Client):
         except errors.OpError:
             pass  # the worker is gone or restarted: nothing to release there
 
-    def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
-                  stats: list[NodeStat] | None = None, rendezvous: Any = None,
-                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
-                  pushed: list[tuple[str, Any]] | None = None,
-                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
-                  pushed_in: Sequence[tuple[str, Any]] = (),
-                  pushed_in_from: tuple[str, int] | None = None,
-                  cancel: threading.Event | None = None) -> list[Any]:
-        """Run a registered graph; returns a list of the step's fetch count with this
-        worker's fetches at their positions. With ``push_to`` (a task), every tensor
-        the step sent to that task comes back in the reply and is appended to
-        ``pushed`` as ``(rendezvous key, value)``. ``pushed_in``: ``(key, value)``
-        pairs task ``pushed_in_from`` sent to this one in the step, which its receives
-        take instead of pulling. ``cancel`` (only if :attr:`cancellable`) stops the
-        wait for the reply once set. ``rendezvous`` is for in-process calls and is not
-        used; ``pushed_from`` cannot be honoured (tensors reach a remote worker's
-        receives only with the call, as ``pushed_in``): it must be empty."""
-        if pushed_from:
+    def run_graph(self, request: RunGraphRequest) -> RunGraphResponse:
+        """``Worker/RunGraph`` (:meth:`WorkerService.run_graph
+        <flowrt.plugin.services.WorkerService.run_graph>`): the request's feeds this
+        graph takes and its ``pushed_in`` tensors travel as buffers; the reply brings
+        this task's fetches and, with ``push_to``, every tensor the step sent to that
+        task. ``cancel`` (only if :attr:`cancellable`) stops the wait for the reply
+        once set. ``rendezvous`` is for in-process calls and is not used;
+        ``pushed_from`` cannot be honoured (tensors reach a remote worker's receives
+        only with the call, as ``pushed_in``): it must be empty."""
+        if request.pushed_from:
             raise errors.InvalidArgumentError(
                 None, None, f"RunGraph on {self.target}: tensors pushed from "
-                f"{sorted(pushed_from)} can only reach a remote worker with the call "
-                "(pushed_in)")
+                f"{sorted(request.pushed_from)} can only reach a remote worker with the "
+                "call (pushed_in)")
+        graph_handle, args, timeout = request.graph_handle, request.args, request.timeout
         idx = self._args.get(graph_handle, ())
-        req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
-                                 trace=stats is not None,
+        req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=request.step_id,
+                                 trace=request.trace,
                                  timeout_in_ms=int(timeout * 1000) if timeout else 0)
         req.arg_index.extend(idx)
-        if push_to is not None:
-            req.push_job, req.push_task = push_to
+        if request.push_to is not None:
+            req.push_job, req.push_task = request.push_to
         tensors = [args[i] for i in idx]
-        if pushed_in_from is not None:
-            req.pushed_job, req.pushed_task = pushed_in_from
-            req.pushed_key.extend(k for k, _ in pushed_in)
-            tensors.extend(v for _, v in pushed_in)
+        if request.pushed_in_from is not None:
+            req.pushed_job, req.pushed_task = request.pushed_in_from
+            req.pushed_key.extend(k for k, _ in request.pushed_in)
+            tensors.extend(v for _, v in request.pushed_in)
         t0 = time.perf_counter()
         resp, values = self.call("Worker/RunGraph", req, pb.RunGraphResponse,
-                                 tensors, cancel=cancel)
+                                 tensors, cancel=request.cancel)
         nf = len(resp.fetch_position)
         if len(values) != nf + len(resp.pushed_key):
             raise errors.InternalError(None, None, f"RunGraph on {self.target}: got "
@@ -802,12 +792,13 @@ class WorkerClient(_Client):
         out: list[Any] = [None] * n
         for p, v in zip(resp.fetch_position, values):
             out[p] = v
-        if pushed is not None:
-            pushed.extend(zip(resp.pushed_key, values[nf:]))
-        if stats is not None and len(resp.stats):
-            t1 = time.perf_counter()
-            stats.extend(_stats_from_proto(resp.stats, (t0 + t1) / 2 - resp.clock))
-        return out
+        stats = None
+        if request.trace:
+            stats = []
+            if len(resp.stats):
+                t1 = time.perf_counter()
+                stats = _stats_from_proto(resp.stats, (t0 + t1) / 2 - resp.clock)
+        return RunGraphResponse(out, list(zip(resp.pushed_key, values[nf:])), stats)
 
     def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
         """``Worker/RecvTensor``: the tensor the task sent under ``key`` in the step."""

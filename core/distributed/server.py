@@ -16,12 +16,17 @@ from typing import Any
 from ..base import errors
 from ..plugin.transport import parse_target
 from .message_transport import MessageTransport
+from .cluster import ClusterSpec
+from ..service.master import Master
+from ..plugin.runtime import default_runtime
+from ..service.worker import Worker
+from . import shm
+from .rpc import ServiceHandler
 
 __all__ = ["Server", "shutdown_cluster"]
 
 
 def _as_cluster(value: Any) -> Any:
-    from .cluster import ClusterSpec
 
     if isinstance(value, ClusterSpec):
         return value
@@ -62,9 +67,6 @@ class Server:
             task) of it.
         :raises NotFoundError: when no transport plugin provides ``protocol``.
         """
-        from ..service.master import Master
-        from ..plugin.runtime import default_runtime
-        from ..service.worker import Worker
 
         cluster = _as_cluster(server_or_cluster_def)
         if job_name is None:
@@ -123,8 +125,6 @@ class Server:
             if self._stopped.is_set():
                 raise errors.FailedPreconditionError(None, None, "the server was stopped")
             if isinstance(self.transport, MessageTransport):
-                from . import shm
-                from .rpc import ServiceHandler
 
                 if shm.enabled():
                     shm.sweep_orphans()  # segments of killed processes
@@ -175,7 +175,6 @@ def shutdown_cluster(target: str, reason: str = "", runtime: Any = None) -> None
     """Stop every task of the cluster whose master is at ``target``: each task's
     ``Server.join()`` returns. This is how the chief ends a job whose parameter servers
     would otherwise serve forever."""
-    from ..plugin.runtime import default_runtime
 
     scheme, address = parse_target(target)
     if not scheme:

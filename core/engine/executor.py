@@ -39,6 +39,7 @@ from .frames import FRAME_OPS, _FramePlan, _run_on_pool_framed, run_frames
 from .ir import GraphIR, Node
 from .plan import (DEAD, NodeStat, Plan, SessionState, StepContext, _CNode,  # noqa: F401
                    _Dead, op_error_for)
+from .waiting import WaitFacts
 from .straight_line import RECV_WAIT_S, _take_now, failing_node, generate  # noqa: F401
 
 __all__ = ["Executor", "StepContext", "op_error_for", "SessionState", "NodeStat", "DEAD"]
@@ -64,7 +65,11 @@ class Executor(Plan):
         the straight-line code where that one can)."""
         self.inter_op_threads = inter_op_threads
         super().__init__(ir, fetches, device_of, runtime, session_state)
-        n_exp = sum(1 for c in self.nodes if c.expensive)
+        #: how a step of this plan can wait (the one analysis the master and the
+        #: worker use too)
+        self.wait_facts = WaitFacts.of((c.node.type, c.kind, c.expensive)
+                                       for c in self.nodes)
+        n_exp = self.wait_facts.expensive
         # The inter-op pool pays only when asked for (inter_op_parallelism_threads > 1):
         # numpy's heavy kernels are already multithreaded inside (BLAS), and on a few
         # cores running them side by side measured slower than one after another.
@@ -73,11 +78,10 @@ class Executor(Plan):
         self.frames: _FramePlan | None = None
         if any(c.node.type in FRAME_OPS for c in self.nodes):
             self.frames = _FramePlan(self, fetches)
-        self.has_async = any(c.kind == "async" for c in self.nodes)
+        self.has_async = self.wait_facts.asynchronous
         # dead tensors appear with control flow (Switch/Merge) and can arrive through a
         # _Recv from a partition that has it: such plans check for them
-        self.has_dead = any(c.kind in ("switch", "merge") or c.node.type == "_Recv"
-                            for c in self.nodes)
+        self.has_dead = self.wait_facts.branches or self.wait_facts.receives
         self.straight_line = (allow_straight_line and not self.has_async and
                               not self.use_pool and not self.has_dead and self.frames is None)
         self._fn: Callable[..., list[Any]] | None = None
@@ -93,8 +97,7 @@ class Executor(Plan):
         self._ready_lines: list[int] = []
         if (allow_straight_line and self.has_async and not self.use_pool and
                 self.frames is None and  # (dead values only through receives: checked)
-                not any(c.kind in ("switch", "merge") for c in self.nodes) and
-                all(c.kind != "async" or c.node.type == "_Recv" for c in self.nodes)):
+                not self.wait_facts.branches and not self.wait_facts.waits):
             # (never together with ``_fn``: that one needs no asynchronous kernel)
             self._fn_ready, self._ready_code, self._ready_lines = \
                 generate(self, recvs_ready=True)

@@ -23,8 +23,10 @@ import numpy as np
 from ..base import dtypes as _dt
 from ..base.device_spec import DeviceSpec
 from .ir import ARG_OP, GraphIR, Node
-from .rendezvous import make_key
+from .waiting import WaitFacts
 from ..base.tensor_shape import TensorShape
+from ..base.tensor_codec import attr_value_of
+from ..proto.graph_def_pb2 import GraphDef
 
 __all__ = ["Partition", "partition", "pull_together"]
 
@@ -209,18 +211,10 @@ _COPYABLE = frozenset({"VariableV2", "Variable", "Const", ARG_OP})
 
 
 def _no_waiting(parts: list[Partition], runtime: Any) -> bool:
-    """No loop, and no kernel that waits for anything but a ``_Recv``."""
-    for p in parts:
-        for n in p.ir.nodes.values():
-            if n.type in _ENTER or n.type in _EXIT or n.type in ("NextIteration",
-                                                                 "RefNextIteration"):
-                return False
-            if n.type == "_Recv" or n.type == ARG_OP:
-                continue
-            k = runtime.find_kernel(n.type, p.device.device_type)
-            if k is None or k.kind == "async":
-                return False
-    return True
+    """No loop, and no kernel that waits for anything but a ``_Recv``
+    (:attr:`WaitFacts.only_receives_wait <flowrt.engine.waiting.WaitFacts>`)."""
+    return all(WaitFacts.of_partition(p.ir.nodes.values(), p.device.device_type,
+                                      runtime).only_receives_wait for p in parts)
 
 
 def split_stages(parts: list[Partition], local: tuple[str, int], runtime: Any
@@ -466,8 +460,6 @@ class _LoopInfo:
 
 def partition_graph_defs(parts: list[Partition]) -> list[Any]:
     """Each partition as a ``GraphDef`` (``RunMetadata.partition_graphs``)."""
-    from ..base.tensor_codec import attr_value_of
-    from ..proto.graph_def_pb2 import GraphDef
 
     out = []
     for p in parts:

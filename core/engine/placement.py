@@ -23,6 +23,8 @@ from ..base import errors
 from ..base.device_spec import DeviceSpec
 from ..base import dtypes as _dtypes
 from .ir import ARG_OP, GraphIR, Node, extract_step_graph
+import sys
+from .cost_model import default_cost_model, place_groups
 
 __all__ = ["place", "placer_from_config", "PLACERS"]
 
@@ -221,7 +223,6 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
             n.assigned_device = best.name
             placed[n.name] = best
     if log:
-        import sys
 
         for n in ir.nodes.values():
             print(f"{n.name}: ({n.type}): {n.assigned_device}", file=sys.stderr)
@@ -249,7 +250,6 @@ def _cost_model_choice(ir: GraphIR, groups: dict[str, list[Node]],
     session), and the device of every stateful node is remembered in the cost model;
     later steps keep those devices.
     """
-    from .cost_model import default_cost_model, place_groups
 
     cm = cost_model if cost_model is not None else default_cost_model(ir, devices)
     stateful = {root for root, members in groups.items()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import types
 from typing import Any
+from ..plugin.runtime import default_runtime
 
 __all__ = ["LazyNamespace", "install_namespaces", "NAMESPACES"]
 
@@ -44,7 +45,6 @@ class LazyNamespace(types.ModuleType):
         raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
 
     def __dir__(self) -> list[str]:
-        from ..plugin.runtime import default_runtime
 
         names = set(self.__dict__)
         p = self._prefix

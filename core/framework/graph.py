@@ -20,7 +20,7 @@ from ..base import dtypes as _dt
 from ..base.device_spec import DeviceSpec
 from ..base.tensor_codec import numpy_value_for
 from ..plugin.op_registry import expand_args
-from ..plugin.runtime import require_api, set_graph_importer
+from ..plugin.runtime import default_runtime, require_api, set_graph_importer
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = [
@@ -149,6 +149,7 @@ class Tensor:
 
     def eval(self, feed_dict: Any = None, session: Any = None) -> Any:
         """Run this tensor in ``session`` (default: the default session)."""
+        # session imports this module: a cycle, broken here
         from .session import _default_session_for
 
         return _default_session_for(self.graph, session).run(self, feed_dict)
@@ -164,14 +165,7 @@ class Tensor:
         dev = f", device={self.device}" if self.device else ""
         return f'Tensor("{self._name}"{shape}, dtype={self._dtype.name}{dev})'
 
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: Any) -> bool:  # TF1: identity, so tensors can be dict keys
-        return self is other
-
-    def __ne__(self, other: Any) -> bool:
-        return self is not other
+    # equality and hash are object's (identity, as TF1's Tensor: tensors are dict keys)
 
     def __bool__(self) -> bool:
         raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed. "
@@ -392,6 +386,7 @@ class Operation:
 
     @property
     def node_def(self) -> Any:
+        # graph_def imports this module: a cycle, broken here
         from .graph_def import node_def_of
 
         return node_def_of(self)
@@ -405,6 +400,7 @@ class Operation:
 
     def run(self, feed_dict: Any = None, session: Any = None) -> None:
         """Run this op in ``session`` (default: the default session)."""
+        # session imports this module: a cycle, broken here
         from .session import _default_session_for
 
         _default_session_for(self._graph, session).run(self, feed_dict)
@@ -483,8 +479,6 @@ class Graph:
     @property
     def _runtime(self) -> Any:
         if self._runtime_obj is None:
-            from ..plugin.runtime import default_runtime
-
             self._runtime_obj = default_runtime()
         return self._runtime_obj
 
@@ -674,6 +668,7 @@ class Graph:
         saved = {k: self._attr_scope_map.get(k, _MISSING) for k in attr_map}
         for k, v in attr_map.items():
             if hasattr(v, "WhichOneof"):  # an AttrValue proto, as TF code passes
+                # graph_def imports this module: a cycle, broken here
                 from .graph_def import python_attr_of
 
                 v = python_attr_of(v)
@@ -970,6 +965,7 @@ class Graph:
     # -- serialisation ----------------------------------------------------------------
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
         """The graph as a ``GraphDef`` protobuf message."""
+        # graph_def imports this module: a cycle, broken here
         from .graph_def import graph_to_graph_def
 
         return graph_to_graph_def(self, add_shapes=add_shapes)
@@ -1606,6 +1602,7 @@ def _import_client_graph(runtime: Any, graph_def: Any) -> Graph:
     """A new graph of ``runtime`` holding ``graph_def``: what a master compiles for a
     client that sent it (installed with :func:`~flowrt.plugin.runtime.set_graph_importer`
     when this module is imported, which ``import flowrt`` does)."""
+    # graph_def imports this module: a cycle, broken here
     from .graph_def import import_graph_def
 
     g = Graph(runtime)

@@ -27,9 +27,11 @@ from ..base.tensor_codec import (AttrValue, GRAPH_DEF_VERSION,
                                  fill_attr_value, fill_tensor_proto, make_ndarray,
                                  make_tensor_proto, python_attr_of, text_of_bytes)
 from ..plugin.node_def import decode_node_attrs
+from ..proto import attr_value_pb2 as _av
+from .graph import Operation, Tensor, convert_to_tensor, get_default_graph
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph, Operation, Tensor
+    from .graph import Graph
 
 __all__ = [
     "make_tensor_proto", "make_ndarray", "attr_value_of", "python_attr_of", "node_def_of",
@@ -166,7 +168,6 @@ def _remove_producer_default_attrs(producer_op_list: Any, graph_def: GraphDef,
                                    op_defs: Mapping[str, Any]) -> None:
     """Drop attrs our OpDefs do not know when they hold the producer's default value,
     so graphs from a newer producer import (TF's ``producer_op_list``)."""
-    from ..proto import attr_value_pb2 as _av
 
     producer = {o.name: o for o in producer_op_list.op}
     for node in graph_def.node:
@@ -264,7 +265,6 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
         attrs, missing inputs, a cycle, dtype mismatches, and for ``input_map`` keys not
         found in the GraphDef
     """
-    from .graph import Operation, Tensor, convert_to_tensor, get_default_graph
 
     del op_dict  # deprecated, as in TensorFlow
     graph_def = _as_graph_def_message(graph_def)

@@ -20,6 +20,7 @@ from ..base import errors
 from ..base.device_spec import DeviceSpec
 from .graph import Graph, Operation, Tensor, get_default_graph
 from ..plugin.resources import VarRef
+from ..plugin.runtime import default_runtime
 from ..plugin.transport import parse_target
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "BaseSession"]
@@ -307,6 +308,7 @@ class BaseSession:
         devices = self._master.list_devices()
         filters = list(self._config.device_filters) if self._config is not None else []
         if filters:
+            # the service layer is loaded by the first session, not by `import flowrt`
             from ..service.master import _matches
 
             def task_of(name: str) -> tuple[str, int]:
@@ -548,8 +550,6 @@ class BaseSession:
               ) -> None:
         """Clear resource containers (all if None) on ``target``'s workers, closing its
         sessions. For ``""`` there is nothing to reset: each such session is private."""
-        from ..plugin.runtime import default_runtime
-
         if not target:
             return
         _master_for(default_runtime(), target, config).reset(containers)
@@ -591,16 +591,12 @@ _named_lock = threading.Lock()
 
 def _master_for(runtime: Any, target: str, config: Any) -> Any:
     """The master service (:class:`~flowrt.plugin.services.MasterService`) of a
-    session target, from the transport of its scheme. ``""`` is a master and worker
-    of this session alone, built as an ``inproc://`` server's are
-    (:meth:`Master.in_process <flowrt.master.Master.in_process>`), called directly
-    (arrays by reference). It does not ask the runtime for the ``inproc`` transport:
-    that would load every transport plugin (grpc, zmq) for an in-process session."""
+    session target, from the transport of its scheme. ``""`` is the ``inproc``
+    transport's private master: a master and worker of this session alone, called
+    directly (arrays by reference), its worker's devices found with ``config``."""
     scheme, address = parse_target(target)
     if scheme == "":
-        from ..service.master import Master
-
-        return Master.in_process(runtime, config)
+        return runtime.transport("inproc").master_client("", config=config)
     transport = runtime.transport(scheme)
     return transport.master_client(address)
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base.device_spec import canonical_device, canonical_type
+from .resources import ResourceMgr
 
 __all__ = ["Device", "DeviceType"]
 
@@ -30,7 +31,6 @@ class Device:
         self.incarnation = random.getrandbits(63) or 1
         self.memory_limit = memory_limit
         self.description = description
-        from .resources import ResourceMgr
 
         self.resource_mgr = ResourceMgr(self.name)
 

@@ -19,6 +19,8 @@ import pluggy
 from . import hookspecs
 from ..base import VERSION
 from ..base.errors import NotFoundError
+from .transport import DeferredTransport
+from ..base.device_spec import canonical_type
 
 __all__ = ["Runtime", "PluginInfo", "default_runtime", "set_default_runtime",
            "BUILTIN_PLUGINS", "ESSENTIAL_PLUGINS", "PluginError"]
@@ -141,6 +143,7 @@ class Runtime:
 
         :raises PluginError: when two plugins have the same name.
         """
+        # read once per runtime; importlib.metadata is not loaded by `import flowrt`
         from importlib.metadata import entry_points
 
         seen: set[str] = set()
@@ -290,7 +293,6 @@ class Runtime:
 
     def device_type(self, name: str) -> Any:
         """The DeviceType called ``name``; NotFoundError with what exists otherwise."""
-        from ..base.device_spec import canonical_type
 
         n = canonical_type(name)
         dt = self.device_types.get(n)
@@ -308,18 +310,28 @@ class Runtime:
         if self._transports is None:
             with self._lock:
                 if self._transports is None:
-                    self._transports = self._merge("flowrt_transports", "scheme",
-                                                    "transport scheme", "transports")
+                    reg = self._merge("flowrt_transports", "scheme",
+                                      "transport scheme", "transports")
+                    for t in reg.values():
+                        t.runtime = self
+                    self._transports = reg
         return self._transports
 
     def transport(self, scheme: str) -> Any:
+        """The transport of ``scheme``, ready to use: a transport its plugin declared
+        as a :class:`~flowrt.plugin.transport.DeferredTransport` is imported now (the
+        :attr:`transports` table lists it without importing it).
+
+        :raises NotFoundError: naming the scheme, the known ones and the plugins that
+            failed to load
+        """
         t = self.transports.get(scheme)
         if t is None:
             raise NotFoundError(None, None,
                                 f"No transport for scheme {scheme!r}. Known schemes: "
                                 f"{sorted(self.transports)}.{_did_you_mean(scheme, self.transports)}"
                                 f"{self._failures_text()}")
-        return t
+        return t.load() if isinstance(t, DeferredTransport) else t
 
     # -- ops, kernels, gradients, API ---------------------------------------------------
     def _build_ops(self) -> None:

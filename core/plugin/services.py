@@ -34,7 +34,8 @@ import dataclasses
 import threading
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-__all__ = ["WorkerStatus", "WorkerService", "MasterService", "SessionService"]
+__all__ = ["WorkerStatus", "RunGraphRequest", "RunGraphResponse", "WorkerService",
+           "MasterService", "SessionService"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +48,58 @@ class WorkerStatus:
     incarnation: int
     job: str
     task: int
+
+
+@dataclasses.dataclass(slots=True)
+class RunGraphRequest:
+    """What :meth:`WorkerService.run_graph` is asked (``RunGraphRequest`` in
+    ``service.proto``): run the registered graph ``graph_handle`` for step ``step_id``.
+
+    The master fills the step's fields (``step_id``, ``args``, ``trace``,
+    ``timeout``) for each step; how tensors cross between tasks (``push_to``,
+    ``pushed_from``) is decided when the step is compiled and is the same for every
+    step of it (:class:`flowrt.master.StepPart`)."""
+
+    #: the handle ``register_graph`` / ``register_partitions`` gave back
+    graph_handle: str
+    #: the step's id, the same on every task that runs part of the step
+    step_id: int
+    #: the step's feeds, in the order of its ``_Arg`` indices
+    args: Sequence[Any] = ()
+    #: record a ``NodeStat`` per node (the response's ``stats``)
+    trace: bool = False
+    #: seconds a blocked kernel may wait (None: no deadline)
+    timeout: float | None = None
+    #: a task: every tensor the step sends there leaves with the reply (``pushed``)
+    #: instead of waiting to be pulled
+    push_to: tuple[str, int] | None = None
+    #: tasks whose tensors for this step the caller pushes to this worker
+    #: (``Worker.accept_pushed``): its receives from them wait locally. Only the
+    #: caller's own worker can take them
+    pushed_from: frozenset[tuple[str, int]] = frozenset()
+    #: ``(key, value)`` pairs task ``pushed_in_from`` sent to this one in the step
+    #: (the second stage of a staged step), given with the call
+    pushed_in: Sequence[tuple[str, Any]] = ()
+    pushed_in_from: tuple[str, int] | None = None
+    #: once set, the call stops waiting for the reply (``CancelledError``); only
+    #: honoured where the worker service is ``cancellable``
+    cancel: threading.Event | None = None
+    #: in-process only: the step's rendezvous, when the caller made one (None: the
+    #: worker's own)
+    rendezvous: Any = None
+
+
+@dataclasses.dataclass(slots=True)
+class RunGraphResponse:
+    """What :meth:`WorkerService.run_graph` answers (``RunGraphResponse``)."""
+
+    #: a list of the step's fetch count with this task's fetches at their positions
+    outputs: list[Any]
+    #: with ``push_to``: ``(rendezvous key, value)`` of every tensor the step sent to
+    #: that task
+    pushed: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
+    #: with ``trace``: the ``NodeStat`` of each node that ran
+    stats: list[Any] | None = None
 
 
 @runtime_checkable
@@ -97,32 +150,9 @@ class WorkerService(Protocol):
         """``DeregisterGraph``: forget a registered graph."""
         ...
 
-    def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
-                  stats: list[Any] | None = None, rendezvous: Any = None,
-                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
-                  pushed: list[tuple[str, Any]] | None = None,
-                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
-                  pushed_in: Sequence[tuple[str, Any]] = (),
-                  pushed_in_from: tuple[str, int] | None = None,
-                  cancel: threading.Event | None = None) -> list[Any]:
-        """``RunGraph``: run a registered graph for step ``step_id`` with the step's
-        feeds ``args``; returns a list of the step's fetch count with this task's
-        fetches at their positions.
-
-        :param stats: a list to extend with the ``NodeStat`` of each node (tracing)
-        :param rendezvous: in-process only: the step's rendezvous, when the caller
-            made one (None: the worker's own)
-        :param timeout: seconds a blocked kernel may wait (None: no deadline)
-        :param push_to: a task: every tensor the step sends there leaves with the
-            reply and is appended to ``pushed`` as ``(rendezvous key, value)``
-        :param pushed_from: tasks whose tensors for this step are pushed to this
-            worker by the caller (``Worker.accept_pushed``): its receives from them
-            wait locally. Only the caller's own worker can take them
-        :param pushed_in: ``(key, value)`` pairs task ``pushed_in_from`` sent to this
-            one in the step (the second stage of a staged step), given with the call
-        :param cancel: once set, the call stops waiting for the reply
-            (``CancelledError``); only honoured where :attr:`cancellable`
-        """
+    def run_graph(self, request: RunGraphRequest) -> RunGraphResponse:
+        """``RunGraph``: run a registered graph for one step (see
+        :class:`RunGraphRequest` for what the request says)."""
         ...
 
     def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:

@@ -14,10 +14,13 @@ Two kinds of transport exist:
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
+import importlib
+import importlib.util
 
-__all__ = ["Transport", "Channel", "ServerHandle", "Handler",
-           "parse_target", "split_host_port"]
+__all__ = ["Transport", "DeferredTransport", "Channel", "ServerHandle", "Handler",
+           "parse_target", "split_host_port", "require"]
 
 #: a server-side message handler: ``handler(method, header, buffers) -> (header, buffers)``.
 #: ``buffers`` are the request's raw payload frames (memoryviews or bytes, valid until
@@ -43,6 +46,9 @@ class Transport:
     """
 
     scheme: str = ""
+    #: the :class:`~flowrt.runtime.Runtime` whose registry holds this transport (set
+    #: by the runtime when it merges the plugins' transports)
+    runtime: Any = None
 
     def start_server(self, address: str, master: Any, worker: Any) -> Any:
         """Serve ``master`` and ``worker`` on ``address``; return an object with
@@ -59,6 +65,92 @@ class Transport:
 
     def __repr__(self) -> str:
         return f"<Transport {self.scheme}>"
+
+
+class DeferredTransport(Transport):
+    """A transport declared by its scheme and where it lives, imported on first use.
+
+    A plugin whose transport needs a heavy library returns one of these from
+    ``flowrt_transports``, so that listing a runtime's transports (and an in-process
+    session, which uses ``inproc``) does not import that library::
+
+        @hookimpl
+        def flowrt_transports():
+            require("grpc")  # fails the plugin, with the reason, if grpcio is missing
+            return [DeferredTransport("grpc", "flowrt.plugins.transports.grpc",
+                                      "GrpcTransport")]
+
+    The first call to :meth:`start_server`, :meth:`master_client` or
+    :meth:`worker_client` (or any other attribute) imports ``module`` and makes
+    ``factory()``; every call goes to that object from then on.
+    """
+
+    def __init__(self, scheme: str, module: str, factory: str):
+        self.scheme = scheme
+        self._where = (module, factory)
+        self._loaded: Transport | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the transport's module was imported."""
+        return self._loaded is not None
+
+    def load(self) -> Transport:
+        """The transport object, importing its module on the first call."""
+        t = self._loaded
+        if t is None:
+            with self._lock:
+                t = self._loaded
+                if t is None:
+
+                    module, factory = self._where
+                    t = getattr(importlib.import_module(module), factory)()
+                    t.plugin = getattr(self, "plugin", None)
+                    t.runtime = self.runtime
+                    self._loaded = t
+        return t
+
+    def start_server(self, address: str, master: Any, worker: Any) -> Any:
+        """:meth:`Transport.start_server` of the loaded transport."""
+        return self.load().start_server(address, master, worker)
+
+    def master_client(self, address: str) -> Any:
+        """:meth:`Transport.master_client` of the loaded transport."""
+        return self.load().master_client(address)
+
+    def worker_client(self, address: str) -> Any:
+        """:meth:`Transport.worker_client` of the loaded transport."""
+        return self.load().worker_client(address)
+
+    #: attributes of the declaration itself; any other is the loaded transport's
+    _OWN = frozenset({"scheme", "plugin", "runtime", "_where", "_loaded", "_lock"})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in DeferredTransport._OWN:
+            raise AttributeError(name)
+        return getattr(self.load(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set an option (``max_message_bytes`` ...) on the loaded transport."""
+        if name in DeferredTransport._OWN:
+            object.__setattr__(self, name, value)
+            if name in ("plugin", "runtime") and self.__dict__.get("_loaded") is not None:
+                setattr(self._loaded, name, value)
+        else:
+            setattr(self.load(), name, value)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.loaded else "not loaded"
+        return f"<Transport {self.scheme} ({state})>"
+
+
+def require(module: str, package: str | None = None) -> None:
+    """Raise ImportError naming ``package`` (the distribution to install) when the
+    top-level ``module`` cannot be found; finds it without importing it."""
+
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"{package or module} is not installed")
 
 
 class ServerHandle:

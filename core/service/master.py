@@ -26,10 +26,14 @@ from ..base.device_spec import DeviceSpec
 from ..engine.executor import NodeStat
 from ..engine.ir import GraphIR, extract_step_graph, step_fingerprint
 from ..plugin.op_registry import expand_args
+from ..plugin.services import RunGraphRequest
 from ..plugin.runtime import import_client_graph
 from ..engine.partition import (Partition, partition, partition_graph_defs, pull_together,
                                 split_stages)
 from ..engine.placement import place
+from ..engine.waiting import WaitFacts
+from .worker import _partition_pool
+from .worker import Worker
 
 __all__ = ["Master", "MasterSession", "CompiledStep", "StepPart", "StagedParts",
            "HEALTH_CHECK_PERIOD"]
@@ -66,7 +70,6 @@ class _Inflight:
     def fail(self, error: BaseException) -> list[futures.Future]:
         """Record the step's first error and abort it on every task; returns the
         futures of the aborts sent to other tasks (none if the step had failed)."""
-        from .worker import _partition_pool
 
         with self._lock:
             if self.error is not None:
@@ -109,21 +112,36 @@ STAGED = os.environ.get("FLOWRT_STAGED", "1") != "0"
 
 
 class StepPart:
-    """One worker's share of a compiled step: the registered graph it runs.
+    """One worker's share of a compiled step: the registered graph it runs, and how its
+    ``RunGraph`` request crosses tensors with the other tasks -- decided once, when the
+    step is compiled (:meth:`MasterSession._compile`), and the same for every step.
 
     A slotted class rather than a NamedTuple: the per-step path reads its fields, and
     slot reads are as fast as indexing a plain tuple (a tuple subclass's are not). It
     still unpacks and indexes as ``(worker, handle, fetch_positions)``."""
 
-    __slots__ = ("worker", "handle", "fetch_positions")
+    __slots__ = ("worker", "handle", "fetch_positions", "push_to", "pushed_from",
+                 "on_caller", "cancellable")
 
-    def __init__(self, worker: Any, handle: str, fetch_positions: list[int]):
+    def __init__(self, worker: Any, handle: str, fetch_positions: list[int],
+                 push_to: tuple[str, int] | None = None,
+                 pushed_from: frozenset[tuple[str, int]] = frozenset(),
+                 on_caller: bool = False, cancellable: bool = False):
         #: the worker (an in-process ``Worker`` or a transport client)
         self.worker = worker
         #: the handle ``register_graph`` / ``register_partitions`` gave back
         self.handle = handle
         #: the positions among the step's fetches that this part's RunGraph reply fills
         self.fetch_positions = fetch_positions
+        #: the task (the master's) to which this part pushes what it sends there, with
+        #: its reply (:attr:`RunGraphRequest.push_to`)
+        self.push_to = push_to
+        #: the tasks that push to this part (only the master's own worker's part)
+        self.pushed_from = pushed_from
+        #: run on the master's thread (the local part, or the first inline part)
+        self.on_caller = on_caller
+        #: its call takes the step's cancel event (the health checker can end it)
+        self.cancellable = cancellable
 
     def _fields(self) -> tuple[Any, str, list[int]]:
         return (self.worker, self.handle, self.fetch_positions)
@@ -142,10 +160,19 @@ class StepPart:
     def __repr__(self) -> str:
         return f"StepPart({self.worker!r}, {self.handle!r}, {self.fetch_positions})"
 
+    def request(self, step_id: int, args: Sequence[Any], trace: bool,
+                timeout: float | None, cancel: threading.Event | None = None
+                ) -> RunGraphRequest:
+        """This part's ``RunGraph`` request for one step."""
+        return RunGraphRequest(self.handle, step_id, args, trace, timeout, self.push_to,
+                               self.pushed_from,
+                               cancel=cancel if self.cancellable else None)
+
     def _replace(self, **changes: Any) -> "StepPart":
         """A copy with some fields replaced (as ``NamedTuple._replace``)."""
-        return StepPart(**{"worker": self.worker, "handle": self.handle,
-                           "fetch_positions": self.fetch_positions, **changes})
+        fields = {k: getattr(self, k) for k in self.__slots__}
+        fields.update(changes)
+        return StepPart(**fields)
 
 
 class StagedParts(NamedTuple):
@@ -168,10 +195,11 @@ class CompiledStep:
     same, the step stays registered and only ``version`` moves on."""
 
     __slots__ = ("feeds", "fetches", "targets", "version", "parts", "placement",
-                 "ir", "partitions", "push", "first_inline", "staged", "key")
+                 "ir", "partitions", "push", "first_inline", "staged", "key", "mode")
 
     def __init__(self, feeds: tuple[str, ...], fetches: tuple[str, ...],
                  targets: tuple[str, ...]):
+        """A step not compiled yet: its feed, fetch and target names."""
         self.feeds, self.fetches, self.targets = feeds, fetches, targets
         self.version = -1
         #: what the step was compiled from (None: compile it again when next run)
@@ -187,6 +215,10 @@ class CompiledStep:
         self.first_inline: int | None = None
         #: a staged step (see split_stages): its three parts (also in ``parts``)
         self.staged: StagedParts | None = None
+        #: how a step of it runs, decided at compile time: ``"local"`` (one part, on
+        #: the master's own worker: one call), ``"staged"`` (:meth:`MasterSession.
+        #: _run_staged`) or ``"workers"`` (:meth:`MasterSession._run_on_workers`)
+        self.mode = "local"
 
 
 class _PassContext:
@@ -208,7 +240,6 @@ def _pass_enabled(config: Any, p: Any, remote: bool = False) -> bool:
     of the pass's own name set to ``RewriterConfig.OFF`` (TF's names, e.g.
     ``constant_folding``). A pass that says its output only an in-process worker can
     run (``GraphPass.local_only``) is skipped when the step has ``remote`` tasks."""
-    import os
 
     if remote and getattr(p, "local_only", False):
         return False
@@ -396,6 +427,7 @@ class MasterSession:
         cs.push = {}
         cs.first_inline = None
         cs.staged = None
+        cs.mode = "local"
         if len(used) > 1:
             parts = partition(ir, placed, runtime)
             if self._stage(cs, parts, used, len(ir.fetches), threads):
@@ -421,6 +453,17 @@ class MasterSession:
                                                       for pos in p.fetch_positions)))
             cs.push = self._push_sources(by_worker, used)
             cs.first_inline = self._first_inline(cs, by_worker)
+            local = self.master.local_worker
+            pushed_from = frozenset(cs.push.values())
+            here = (local.job, local.task)
+            for i, p in enumerate(cs.parts):
+                if p.worker is local:
+                    p.pushed_from, p.on_caller = pushed_from, True
+                elif id(p.worker) in cs.push:
+                    p.push_to = here
+                    if i == cs.first_inline:  # on the master's thread: cancellable
+                        p.on_caller = p.cancellable = True
+            cs.mode = "workers"
             cs.partitions = parts
             cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
             cs.ir = ir
@@ -436,6 +479,9 @@ class MasterSession:
             handle = worker.register_graph(self.handle, ir, ir.fetches, threads)
         cs.partitions = parts
         cs.parts = [StepPart(worker, handle, list(range(len(ir.fetches))))]
+        # a step wholly on another task still runs as "workers", so that the health
+        # checker can fail it when that task stops answering
+        cs.mode = "local" if worker is self.master.local_worker else "workers"
         cs.placement = {n.name: n.assigned_device for n in ir.nodes.values()}
         cs.ir = ir
         cs.version, cs.key = version, key
@@ -457,13 +503,23 @@ class MasterSession:
             return False
         here = {d.name for d in local.devices}
         mine = [p for p in parts if p.device.name in here]
-        for stage in stages:
-            h = other.register_partitions(self.handle, [stage], n_fetches, threads)
-            cs.parts.append(StepPart(other, h, sorted(stage.fetch_positions)))
+        here, there = (local.job, local.task), (other.job, other.task)
+        first, second = stages
+        h = other.register_partitions(self.handle, [first], n_fetches, threads)
+        # the first stage pushes what it sends to this task with its reply
+        cs.parts.append(StepPart(other, h, sorted(first.fetch_positions), push_to=here,
+                                 on_caller=True, cancellable=True))
+        # the second stage takes what this task sent it with its request (pushed_in)
+        h = other.register_partitions(self.handle, [second], n_fetches, threads)
+        cs.parts.append(StepPart(other, h, sorted(second.fetch_positions),
+                                 on_caller=True, cancellable=True))
         h = local.register_partitions(self.handle, mine, n_fetches, threads)
         cs.parts.append(StepPart(local, h, sorted(pos for p in mine
-                                                  for pos in p.fetch_positions)))
+                                                  for pos in p.fetch_positions),
+                                 push_to=there, pushed_from=frozenset((there,)),
+                                 on_caller=True))
         cs.staged = StagedParts(*cs.parts)
+        cs.mode = "staged"
         return True
 
     def _first_inline(self, cs: CompiledStep, by_worker: dict[int, list[Any]]) -> int | None:
@@ -481,12 +537,11 @@ class MasterSession:
         w = cs.parts[remote[0]].worker
         if id(w) not in cs.push or not getattr(w, "cancellable", False):
             return None
-        find = self.master.runtime.find_kernel
+        runtime = self.master.runtime
         for p in by_worker[id(w)]:
-            for n in p.ir.nodes.values():
-                k = find(n.type, p.device.device_type)
-                if k is None or k.kind == "async" or k.expensive:
-                    return None
+            if not WaitFacts.of_partition(p.ir.nodes.values(), p.device.device_type,
+                                          runtime).brief:
+                return None
         if not all(local.is_light(p.handle) for p in cs.parts if p.worker is local):
             return None
         return remote[0]
@@ -559,27 +614,27 @@ class MasterSession:
         :meth:`_run_on_workers`. Returns the fetched values and (``trace``) the node
         stats, which also feed the session's cost model. A task that lost the step's
         graphs (it restarted) is probed at once so that this step reports it."""
-        stats: list[NodeStat] | None = [] if trace else None
         if not timeout_ms and self.config is not None:
             timeout_ms = self.config.operation_timeout_in_ms
         timeout = timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
+        stats: list[NodeStat] | None = None
         try:
-            # a step wholly on another task still goes through _run_on_workers, so that
-            # the health checker can fail it when that task stops answering
-            parts = cs.parts
-            if len(parts) == 1 and parts[0].worker is self.master.local_worker:
-                worker, handle = parts[0].worker, parts[0].handle
-                step_id = next(_step_ids) if worker is self.master.local_worker and \
-                    self.master.cluster is None else random.getrandbits(63) or 1
+            mode = cs.mode
+            if mode == "local":
+                part = cs.parts[0]
+                step_id = next(_step_ids) if self.master.cluster is None else \
+                    random.getrandbits(63) or 1
                 try:
-                    out = worker.run_graph(handle, step_id, args, stats, timeout=timeout)
+                    resp = part.worker.run_graph(RunGraphRequest(
+                        part.handle, step_id, args, trace, timeout))
                 except (errors.AbortedError, errors.UnavailableError,
                         errors.DeadlineExceededError) as e:
-                    raise _name_task(e, worker) from None
-            elif cs.staged is not None:
-                out = self._run_staged(cs, args, stats, timeout)
+                    raise _name_task(e, part.worker) from None
+                out, stats = resp.outputs, resp.stats
+            elif mode == "staged":
+                out, stats = self._run_staged(cs, args, trace, timeout)
             else:
-                out = self._run_on_workers(cs, args, stats, timeout)
+                out, stats = self._run_on_workers(cs, args, trace, timeout)
         except errors.AbortedError as e:
             if "is not registered" in e.message:
                 # a task lost our graphs: it restarted. Find out now rather than at the
@@ -595,12 +650,15 @@ class MasterSession:
             self.cost_model.record_step_stats(stats, cs.ir)
         return out, stats
 
-    def _run_on_workers(self, cs: CompiledStep, args: Sequence[Any],
-                        stats: list[NodeStat] | None, timeout: float | None) -> list[Any]:
-        """One step over several tasks: one RunGraph per task, the others' started
-        first; the first failure (a task's error, or the health checker finding a task
-        gone) aborts the step everywhere and is raised."""
-        from .worker import _partition_pool
+    def _run_on_workers(self, cs: CompiledStep, args: Sequence[Any], trace: bool,
+                        timeout: float | None
+                        ) -> tuple[list[Any], list[NodeStat] | None]:
+        """One step over several tasks: one RunGraph per task, as each part's compiled
+        request says (:class:`StepPart`). The parts that run on other threads are
+        started first, then those on the master's thread (the first inline part, then
+        the master's own); the first failure (a task's error, or the health checker
+        finding a task gone) aborts the step everywhere and is raised. Returns the
+        fetched values and (``trace``) the node stats."""
 
         master = self.master
         step_id = random.getrandbits(63) or 1
@@ -609,43 +667,24 @@ class MasterSession:
         fl = _Inflight(step_id, workers, local)
         master._inflight[step_id] = fl
         out: list[Any] = [None] * len(cs.fetches)
-        part_stats: list[list[NodeStat] | None] = [None if stats is None else []
-                                                   for _ in cs.parts]
-
-        push = cs.push
-        pushed_from = frozenset(push.values())
-        first = cs.first_inline
+        part_stats: list[list[NodeStat] | None] = [None] * len(cs.parts)
 
         def run(i: int) -> None:
-            """Run part ``i`` on its worker and put ``(i, result, None)`` on ``fl.q``.
-            The local part, when other tasks push to it, waits for their tensors
-            locally; a pushing part's reply brings what it sends to the local task; the
-            ``cs.first_inline`` part runs on this thread, cancellable by the health
-            checker. A failure fails the step (naming the task) and puts
-            ``(i, None, None)``."""
-            w, h = cs.parts[i].worker, cs.parts[i].handle
+            """Run part ``i`` and put ``(i, outputs, None)`` on ``fl.q``; what it pushed
+            goes to the master's own worker. A failure fails the step (naming the
+            task) and puts ``(i, None, None)``."""
+            p = cs.parts[i]
             try:
-                if w is local and pushed_from:
-                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
-                                    pushed_from=pushed_from)
-                elif i == first:  # on the master's thread: the health checker cancels
-                    got: list[tuple[str, Any]] = []
-                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
-                                    push_to=(local.job, local.task), pushed=got,
-                                    cancel=fl.cancel)
-                    local.accept_pushed(step_id, got)
-                elif id(w) in push:
-                    got = []
-                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout,
-                                    push_to=(local.job, local.task), pushed=got)
-                    local.accept_pushed(step_id, got)
-                else:
-                    r = w.run_graph(h, step_id, args, part_stats[i], timeout=timeout)
+                resp = p.worker.run_graph(p.request(step_id, args, trace, timeout,
+                                                    fl.cancel))
+                if p.push_to is not None:
+                    local.accept_pushed(step_id, resp.pushed)
             except BaseException as e:  # noqa: BLE001 - reported to the waiting master
-                fl.fail(_name_task(e, w))
+                fl.fail(_name_task(e, p.worker))
                 fl.q.put((i, None, None))
                 return
-            fl.q.put((i, r, None))
+            part_stats[i] = resp.stats
+            fl.q.put((i, resp.outputs, None))
 
         try:
             # a task that failed since the last health check fails the step up front
@@ -654,16 +693,14 @@ class MasterSession:
                 if down is not None and w is not local:
                     raise errors.UnavailableError(None, None, down)
             pool = _partition_pool()
-            inline = None
             for i, p in enumerate(cs.parts):
-                if p.worker is local and inline is None:
-                    inline = i
-                elif i != first:
+                if not p.on_caller:
                     pool.submit(run, i)
-            if first is not None:
-                run(first)
-            if inline is not None and fl.error is None:
-                run(inline)
+            if cs.first_inline is not None:
+                run(cs.first_inline)
+            for i, p in enumerate(cs.parts):
+                if p.on_caller and i != cs.first_inline and fl.error is None:
+                    run(i)
             remaining = len(cs.parts)
             while remaining and fl.error is None:
                 i, r, e = fl.q.get()
@@ -677,15 +714,12 @@ class MasterSession:
                 raise fl.error
         finally:
             master._inflight.pop(step_id, None)
-            if pushed_from and fl.error is None:
+            if cs.push and fl.error is None:
                 local.forget_step(step_id)
-        if stats is not None:
-            for ps in part_stats:
-                stats.extend(ps or ())
-        return out
+        return out, _joined(part_stats) if trace else None
 
-    def _run_staged(self, cs: CompiledStep, args: Sequence[Any],
-                    stats: list[NodeStat] | None, timeout: float | None) -> list[Any]:
+    def _run_staged(self, cs: CompiledStep, args: Sequence[Any], trace: bool,
+                    timeout: float | None) -> tuple[list[Any], list[NodeStat] | None]:
         """One staged step, all on the caller's thread: the other task's first stage
         (its reply brings what it sent to this task), this task's part (what it sends
         to the other task is kept), the other task's second stage (given those). The
@@ -693,38 +727,28 @@ class MasterSession:
         failing the step ends a waiting call at once."""
         master = self.master
         staged: StagedParts = cs.staged  # type: ignore[assignment]
-        other, ha, pos_a = staged.first.worker, staged.first.handle, \
-            staged.first.fetch_positions
-        hb, pos_b = staged.second.handle, staged.second.fetch_positions
-        local, hl, pos_l = staged.local.worker, staged.local.handle, \
-            staged.local.fetch_positions
-        here, there = (local.job, local.task), (other.job, other.task)
+        first, second, mine = staged.first, staged.second, staged.local
+        local, other = mine.worker, first.worker
         step_id = random.getrandbits(63) or 1
         fl = _Inflight(step_id, [other, local], local)
         master._inflight[step_id] = fl
-        part_stats: list[list[NodeStat] | None] = [None if stats is None else []
-                                                   for _ in range(3)]
         out: list[Any] = [None] * len(cs.fetches)
         w: Any = other
         try:
-            down = master._down.get(there)
+            down = master._down.get((other.job, other.task))
             if down is not None:
                 raise errors.UnavailableError(None, None, down)
-            got: list[tuple[str, Any]] = []
-            ra = other.run_graph(ha, step_id, args, part_stats[0], timeout=timeout,
-                                 push_to=here, pushed=got, cancel=fl.cancel)
-            local.accept_pushed(step_id, got)
+            ra = other.run_graph(first.request(step_id, args, trace, timeout, fl.cancel))
+            local.accept_pushed(step_id, ra.pushed)
             w = local
-            sent: list[tuple[str, Any]] = []
-            rl = local.run_graph(hl, step_id, args, part_stats[2], timeout=timeout,
-                                 push_to=there, pushed=sent,
-                                 pushed_from=frozenset((there,)))
+            rl = local.run_graph(mine.request(step_id, args, trace, timeout))
             w = other
-            rb = other.run_graph(hb, step_id, args, part_stats[1], timeout=timeout,
-                                 cancel=fl.cancel, pushed_in=sent, pushed_in_from=here)
-            for r, positions in ((ra, pos_a), (rl, pos_l), (rb, pos_b)):
-                for pos in positions:
-                    out[pos] = r[pos]
+            req = second.request(step_id, args, trace, timeout, fl.cancel)
+            req.pushed_in, req.pushed_in_from = rl.pushed, (local.job, local.task)
+            rb = other.run_graph(req)
+            for r, part in ((ra, first), (rl, mine), (rb, second)):
+                for pos in part.fetch_positions:
+                    out[pos] = r.outputs[pos]
         except BaseException as e:  # noqa: BLE001 - the step fails on both tasks
             fl.fail(_name_task(e, w))
             raise fl.error from None  # type: ignore[misc]
@@ -734,10 +758,7 @@ class MasterSession:
                 local.forget_step(step_id)
         if fl.error is not None:
             raise fl.error
-        if stats is not None:
-            for ps in part_stats:
-                stats.extend(ps or ())
-        return out
+        return out, _joined([ra.stats, rl.stats, rb.stats]) if trace else None
 
     def check_graph_version(self, version: int) -> None:
         """A remote client's request names the graph version it expects."""
@@ -790,6 +811,11 @@ class MasterSession:
                 pass
         self._callables.clear()
         self._by_sig.clear()
+
+
+def _joined(stats: Sequence[list[NodeStat] | None]) -> list[NodeStat]:
+    """The node stats of a step's parts, in one list."""
+    return [st for part in stats for st in (part or ())]
 
 
 def _name_task(e: BaseException, w: Any) -> BaseException:
@@ -861,7 +887,6 @@ class Master:
         the master of ``Session("")`` and of a named ``inproc://`` server. Its steps
         call the worker directly, arrays by reference. ``config``: the
         ``ConfigProto`` the worker discovers its devices with."""
-        from .worker import Worker
 
         return cls(runtime, Worker(runtime, "localhost", 0, config))
 
@@ -949,7 +974,6 @@ class Master:
         """Every period, ask each remote task for its status. A task that does not
         answer fails the steps that involve it (UnavailableError naming it); one that
         answers with a new incarnation restarted: its graphs are registered again."""
-        from .worker import _partition_pool
 
         while not self._stopped.wait(self.health_check_period):
             clients = list(self._clients.items())

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-import time
 from typing import Any, Callable, Sequence
 
 from ..base import errors
@@ -18,7 +17,9 @@ from ..base.device_spec import DeviceSpec
 from ..engine.executor import DEAD, Executor, NodeStat, SessionState, StepContext
 from ..engine.ir import GraphIR
 from ..engine.rendezvous import Rendezvous, RendezvousMgr, make_key
-from ..plugin.services import WorkerStatus
+from ..plugin.services import RunGraphRequest, RunGraphResponse, WorkerStatus
+from ..engine.executor import _init_worker_thread
+from ..base.threads import DaemonPool
 
 __all__ = ["Worker"]
 
@@ -46,11 +47,13 @@ class _Registered:
         self.executor = parts[0][0] if len(parts) == 1 else None
         self.straight_line = all(ex.straight_line for ex, _ in parts)
         self.positions = sorted(p for _, ps in parts for p in ps)
+        facts = parts[0][0].wait_facts
+        for ex, _ in parts[1:]:
+            facts = facts.merge(ex.wait_facts)
         # does it exchange tensors (with other devices or tasks)?
-        self.transfers = any(c.node.type in ("_Send", "_Recv")
-                             for ex, _ in parts for c in ex.nodes)
+        self.transfers = facts.transfers
         # no expensive kernel: a step of it takes little time once its inputs are there
-        self.no_expensive_kernel = not any(c.expensive for ex, _ in parts for c in ex.nodes)
+        self.no_expensive_kernel = not facts.expensive
         # it runs straight through, never waiting for another step or task: a server
         # may answer its RunGraph at once, on its I/O thread
         self.answers_at_once = (self.no_expensive_kernel and self.executor is not None
@@ -65,8 +68,8 @@ class _Registered:
                      str(c.node.node_attrs["recv_device"]),
                      str(c.node.node_attrs["tensor_name"]))
             for ex, _ in parts for c in ex.nodes if c.node.type == "_Recv")
-        self.recvs_only = self.no_expensive_kernel and self.executor is not None and all(
-            c.kind != "async" or c.node.type == "_Recv" for c in self.executor.nodes)
+        self.recvs_only = (self.no_expensive_kernel and self.executor is not None and
+                           not facts.waits)
         # per sending device: the keys of the receives pulled together (see
         # _WorkerRendezvous)
         names = set(pull_together)
@@ -279,8 +282,6 @@ def _partition_pool() -> Any:
     if not _PARTITION_POOL:
         with _PARTITION_POOL_LOCK:
             if not _PARTITION_POOL:
-                from ..engine.executor import _init_worker_thread
-                from ..base.threads import DaemonPool
 
                 _PARTITION_POOL.append(DaemonPool(
                     256, thread_name_prefix="flowrt-partition",
@@ -485,41 +486,40 @@ class Worker:
         reg = self._graphs.get(graph_handle)
         return list(reg.positions) if reg is not None else []
 
-    def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
-                  stats: list[NodeStat] | None = None, rendezvous: Any = None,
-                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
-                  pushed: list[tuple[str, Any]] | None = None,
-                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
-                  pushed_in: Sequence[tuple[str, Any]] = (),
-                  pushed_in_from: tuple[str, int] | None = None,
-                  cancel: threading.Event | None = None) -> list[Any]:
+    def run_graph(self, request: RunGraphRequest) -> RunGraphResponse:
         """Run a registered partition for one step (:meth:`WorkerService.run_graph
         <flowrt.plugin.services.WorkerService.run_graph>`). An in-process call is not
-        :attr:`cancellable`: ``cancel`` is ignored (:meth:`abort_step` cancels it).
+        :attr:`cancellable`: ``request.cancel`` is ignored (:meth:`abort_step` cancels
+        it).
 
         In a cluster, ``push_to`` (a task) makes the tensors this step sent to that task
-        leave with the result: they are appended to ``pushed`` as ``(key, value)``
-        instead of waiting to be pulled. ``pushed_from`` names the tasks whose tensors
-        for this step will be pushed to this worker (:meth:`accept_pushed`): its
-        receives from them wait locally. ``pushed_in`` are such tensors, ``(key,
-        value)`` pairs task ``pushed_in_from`` sent in this step, given with the call
-        (the second stage of a staged step)."""
-        reg = self._graphs.get(graph_handle)
+        leave with the response (``pushed``) instead of waiting to be pulled.
+        ``pushed_from`` names the tasks whose tensors for this step will be pushed to
+        this worker (:meth:`accept_pushed`): its receives from them wait locally.
+        ``pushed_in`` are such tensors, ``(key, value)`` pairs task ``pushed_in_from``
+        sent in this step, given with the call (the second stage of a staged step)."""
+        reg = self._graphs.get(request.graph_handle)
         if reg is None:
-            raise errors.AbortedError(None, None, f"graph handle {graph_handle} is not "
-                                      f"registered on /job:{self.job}/replica:0/task:"
+            raise errors.AbortedError(None, None, f"graph handle {request.graph_handle} is "
+                                      f"not registered on /job:{self.job}/replica:0/task:"
                                       f"{self.task} (was the worker restarted?)")
-        if pushed_in_from is not None:
-            self.accept_pushed(step_id, pushed_in)
-            pushed_from = pushed_from | {pushed_in_from}
-        if rendezvous is None and self.resolver is not None and reg.transfers:
-            return self._run_in_cluster(reg, step_id, args, stats, timeout,
-                                        push_to if pushed is not None else None, pushed,
-                                        pushed_from)
+        step_id, args, timeout = request.step_id, request.args, request.timeout
+        stats: list[NodeStat] | None = [] if request.trace else None
+        pushed_from = request.pushed_from
+        if request.pushed_in_from is not None:
+            self.accept_pushed(step_id, request.pushed_in)
+            pushed_from = pushed_from | {request.pushed_in_from}
+        if request.rendezvous is None and self.resolver is not None and reg.transfers:
+            pushed: list[tuple[str, Any]] = []
+            out = self._run_in_cluster(reg, step_id, args, stats, timeout,
+                                       request.push_to, pushed, pushed_from)
+            return RunGraphResponse(out, pushed, stats)
         ex = reg.executor
         if ex is None:
-            return self._run_partitions(reg, step_id, args, stats, rendezvous, timeout)
-        step = StepContext(step_id, rendezvous, ex.session_state, self.runtime)
+            return RunGraphResponse(self._run_partitions(reg, step_id, args, stats,
+                                                         request.rendezvous, timeout),
+                                    [], stats)
+        step = StepContext(step_id, request.rendezvous, ex.session_state, self.runtime)
         if not ex.straight_line:  # only steps that can block need to be cancellable
             # by its session (cleanup_session) and by its id (abort_step): a master
             # cancels a step over several tasks by id, including the part of it that
@@ -530,10 +530,10 @@ class Worker:
                 err = self._aborted.get(step_id)
                 if err is not None:  # the abort came before the step did
                     step.abort(err)
-                return ex.run(args, step, stats, timeout)
+                return RunGraphResponse(ex.run(args, step, stats, timeout), [], stats)
             finally:
                 self._untrack(reg.session, step_id, step)
-        return ex.run(args, step, stats)
+        return RunGraphResponse(ex.run(args, step, stats), [], stats)
 
     # -- steps that exchange tensors with other tasks ---------------------------------
     def _task_of(self, device_name: str) -> tuple[str, int] | None:

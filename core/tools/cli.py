@@ -2,8 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
 from typing import Sequence
+
+from flowrt.base import errors
+from flowrt.distributed import server as _server
+from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
+from flowrt.plugin.runtime import Runtime
+from flowrt.proto.config_pb2 import ConfigProto
+from flowrt.tools.demo import run_demo
 
 __all__ = ["main"]
 
@@ -13,7 +22,6 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     provides, then the device types (with the devices each finds here), the transports,
     the graph passes, how many ops, kernels and gradients there are, and the API the
     core needs that no plugin provides. Returns the exit status, 0."""
-    from flowrt.plugin.runtime import Runtime
 
     rt = Runtime()
     infos = rt.describe()
@@ -47,7 +55,6 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from flowrt.tools.demo import run_demo
 
     return run_demo(steps=args.steps, out_dir=args.out, protocol=args.protocol,
                     workers=args.workers)
@@ -55,12 +62,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_server(args: argparse.Namespace) -> int:
     """Run one task of a cluster until the cluster is shut down (or SIGTERM/SIGINT)."""
-    import json
-    import signal
 
-    from flowrt.base import errors
-    from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
-    from flowrt.distributed.server import Server
 
     try:
         if args.cluster:
@@ -83,7 +85,6 @@ def _cmd_server(args: argparse.Namespace) -> int:
                              "the FLOWRT_CONFIG JSON)")
         config = None
         if args.intra_op_threads is not None or args.gpus is not None:
-            from ..proto.config_pb2 import ConfigProto
 
             config = ConfigProto()
             if args.intra_op_threads is not None:
@@ -92,7 +93,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
                 if args.gpus < 0:
                     raise ValueError(f"--gpus must be >= 0, got {args.gpus}")
                 config.device_count["GPU"] = args.gpus
-        server = Server(cluster, job_name=job, task_index=task or 0,
+        server = _server.Server(cluster, job_name=job, task_index=task or 0,
                         protocol=args.protocol, config=config,
                         health_check_period=args.health_check_period,
                         session_gc_seconds=args.session_gc_seconds, start=False)

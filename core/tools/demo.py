@@ -36,6 +36,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import flowrt as tf
+from .testing import free_ports
+from . import timeline
+from . import visualize
 
 __all__ = ["run_demo", "synthetic_digits"]
 
@@ -144,7 +148,6 @@ def _worker_client(cfg: dict[str, Any], log: Callable[[str], None]) -> int:
     ``steps``, ``batch`` and ``out_dir``. Worker 0 is the chief: it initialises the
     variables, traces a step, evaluates the final accuracy and shuts the cluster down.
     """
-    import flowrt as tf
 
     task, workers, steps, batch = cfg["task"], cfg["workers"], cfg["steps"], cfg["batch"]
     cluster, chief = cfg["cluster"], task == 0
@@ -250,7 +253,6 @@ def run_demo(steps: int = 200, batch: int = 64, out_dir: str | None = None,
 
 def _run_inproc(steps: int, batch: int, out_dir: str | None, workers: int) -> int:
     """Servers in this process, each worker's client in a thread of its own."""
-    import flowrt as tf
 
     tag = f"demo-{os.getpid()}-{time.monotonic_ns()}"
     cluster = {"ps": [f"{tag}-ps0"], "worker": [f"{tag}-worker{i}" for i in range(workers)]}
@@ -304,7 +306,6 @@ def _relay(proc: subprocess.Popen, log: Callable[[str], None],
 def _run_processes(steps: int, batch: int, out_dir: str | None, protocol: str,
                    workers: int) -> int:
     """Each server a ``flowrt server`` subprocess, each worker's client a process."""
-    from .testing import free_ports
 
     ports = free_ports(workers + 1)
     cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
@@ -383,8 +384,6 @@ def _run_processes(steps: int, batch: int, out_dir: str | None, protocol: str,
 def _write_trace_files(out_dir: str, md: Any, graph: Any, sess: Any, fetches: Any,
                        feeds: list[Any], log: Callable[[str], None]) -> None:
     """Write the traced step's Chrome trace and the step graph's DOT into ``out_dir``."""
-    from . import timeline
-    from . import visualize
 
     os.makedirs(out_dir, exist_ok=True)
     trace_path = os.path.abspath(os.path.join(out_dir, "flowrt_demo_timeline.json"))

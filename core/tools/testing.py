@@ -40,6 +40,27 @@ from ..plugin.op_registry import AttrDef, KernelContext, KernelDef, KernelSet, O
 from ..plugin.passes import GraphPass
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
 from ..plugin.transport import Transport
+from ..plugin.runtime import Runtime
+from ..framework.graph import Graph, apply_op
+from ..framework.session import Session
+from ..service.master import Master
+from ..service.worker import Worker
+from ..framework._namespace import NAMESPACES
+from ..engine.executor import SessionState
+from ..plugin.runtime import default_runtime
+from ..engine.executor import Executor, StepContext
+from ..engine.ir import extract_step_graph
+from importlib.metadata import entry_points
+import pluggy
+from ..plugin import hookspecs
+import socket
+from ..distributed.server import Server
+from ..proto.config_pb2 import ConfigProto
+import flowrt as tf
+import json
+import os
+import subprocess
+import tempfile
 
 __all__ = ["Report", "check_device_type", "check_device", "check_transport",
            "check_kernel_set", "check_graph_pass", "check_plugin", "TRANSPORT_LIVE_CHECKS",
@@ -375,7 +396,6 @@ class _TransportPlugin:
 
 def _runtime_for_transport(transport: Transport, where: list[str]) -> Any:
     """A runtime with the built-in plugins in which ``transport`` owns its scheme."""
-    from ..plugin.runtime import Runtime
 
     owner = getattr(transport, "plugin", None)
     if owner is None:
@@ -396,7 +416,6 @@ def _runtime_for_transport(transport: Transport, where: list[str]) -> Any:
 
 
 def _small_graph(rt: Any, tag: str) -> tuple[Any, dict[str, Any]]:
-    from ..framework.graph import Graph, apply_op
 
     g = Graph(runtime=rt)
     with g.as_default():
@@ -414,7 +433,6 @@ def _small_graph(rt: Any, tag: str) -> tuple[Any, dict[str, Any]]:
 
 def _run_small_graph(rt: Any, target: str, where: list[str]) -> None:
     """Two sessions on ``target``: values, dtypes, error classes and shared state."""
-    from ..framework.session import Session
 
     g, t = _small_graph(rt, uuid.uuid4().hex[:12])
     a = np.array([1.5, -2.0], np.float32)
@@ -462,8 +480,6 @@ def _live_served(transport: Transport, rt: Any, where: list[str]) -> str:
     Network transports bind ``127.0.0.1:0`` and report the port they got in
     ``server.address``; in-process ones get a unique name.
     """
-    from ..service.master import Master
-    from ..service.worker import Worker
 
     scheme = transport.scheme
     address = f"conformance-{uuid.uuid4().hex[:8]}" if scheme == "inproc" else "127.0.0.1:0"
@@ -633,7 +649,6 @@ def _arg_dtypes(arg: Any, attrs: dict[str, Any]) -> list[_dt.DType]:
 
 def _build_node(d: OpDef, attrs: dict[str, Any], shape: TensorShape, rt: Any) -> Any:
     """A graph Operation of ``d`` fed by placeholders of ``shape``."""
-    from ..framework.graph import Graph
 
     g = Graph(runtime=rt)
     inputs = []
@@ -712,7 +727,6 @@ def _check_opdef(d: Any, key: str, where: list[str]) -> None:
 
 def _api_reachable(name: str) -> str | None:
     """Why ``flowrt.<name>`` would not reach this export (None: it would)."""
-    from ..framework._namespace import NAMESPACES
 
     pkg = sys.modules[__name__.split(".")[0]]
     parts = name.split(".")
@@ -753,7 +767,6 @@ def _device_for(rt: Any, device_type: str, cache: dict[str, Any]) -> Any:
 def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
     """The checks of :func:`check_kernel_set`; ``where`` (the plugin, if any) starts
     every failure message. Returns the :class:`Report`; raises AssertionError."""
-    from ..engine.executor import SessionState
 
     name = getattr(ks, "name", ks)
     where = [*where, f"kernel set {name!r}"]
@@ -764,7 +777,6 @@ def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
         _fail(where, "the kernel set needs a non-empty name")
     rt = runtime
     if rt is None:
-        from ..plugin.runtime import default_runtime
 
         rt = default_runtime()
     known_ops: dict[str, Any] = dict(rt.op_defs)
@@ -988,15 +1000,11 @@ def _check_graph_pass(p: Any, where: list[str], runtime: Any) -> Report:
 
     rt = runtime
     if rt is None:
-        from ..plugin.runtime import default_runtime
 
         rt = default_runtime()
     if any(o not in rt.op_defs for o in ("Placeholder", "Identity", "Const")):
         r.skip("running the pass", "the runtime has no Placeholder/Identity/Const ops")
         return r
-    from ..engine.executor import Executor, StepContext
-    from ..framework.graph import Graph, apply_op
-    from ..engine.ir import extract_step_graph
 
     g = Graph(runtime=rt)
     with g.as_default():
@@ -1056,7 +1064,6 @@ def check_graph_pass(graph_pass: GraphPass, runtime: Any = None) -> Report:
 def _resolve_plugin(module_or_name: Any) -> tuple[str, Any]:
     if not isinstance(module_or_name, str):
         return getattr(module_or_name, "__name__", repr(module_or_name)), module_or_name
-    from importlib.metadata import entry_points
 
     for ep in entry_points(group="flowrt"):
         if ep.name == module_or_name:
@@ -1092,9 +1099,7 @@ def check_plugin(module_or_name: Any, runtime: Any = None, *, live: bool = True,
     :returns: a :class:`Report` whose ``parts`` are the per-object reports
     :raises AssertionError: naming the plugin and the object at fault
     """
-    import pluggy
 
-    from ..plugin import hookspecs
 
     pname, obj = _resolve_plugin(module_or_name)
     where = [f"plugin {pname!r}"]
@@ -1173,7 +1178,6 @@ _PS, _W0, _W1 = "/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"
 def free_ports(k: int, host: str = "127.0.0.1") -> list[int]:
     """``k`` distinct TCP ports that were free on ``host`` a moment ago (all bound to
     port 0 at once, then closed)."""
-    import socket
 
     socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(k)]
     try:
@@ -1206,7 +1210,6 @@ def in_process_task_starter(protocol: str) -> TaskStarter:
     process (the only choice for ``inproc``; real sockets for ``grpc`` and ``zmq``)."""
 
     def start(cluster: dict[str, list[str]], job: str, task: int) -> Callable[[], None]:
-        from ..distributed.server import Server
 
         return Server(cluster, job, task, protocol=protocol).stop
 
@@ -1246,13 +1249,11 @@ class ClusterConformance:
         return f"{self.protocol}://{self.cluster[job][task]}"
 
     def config(self, **kw: Any) -> Any:
-        from ..proto.config_pb2 import ConfigProto
 
         return ConfigProto(operation_timeout_in_ms=self.op_timeout_ms, **kw)
 
     def session(self, graph: Any, task: int = 0, **config: Any) -> Any:
         """A session on worker ``task``'s master."""
-        from ..framework.session import Session
 
         return Session(self.target("worker", task), graph=graph, config=self.config(**config))
 
@@ -1284,7 +1285,6 @@ class ClusterConformance:
     # -- checks -------------------------------------------------------------------------
     def cross_task_step(self) -> str:
         """A step over three tasks: a feed consumed on the ps, fetches from every task."""
-        import flowrt as tf
 
         g = tf.Graph()
         with g.as_default():
@@ -1308,7 +1308,6 @@ class ClusterConformance:
     def between_graph_variables(self) -> str:
         """Two clients build their own graphs; the same variable name on the ps is one
         variable."""
-        import flowrt as tf
 
         name = f"between_{uuid.uuid4().hex[:8]}"
 
@@ -1335,7 +1334,6 @@ class ClusterConformance:
     def containers_and_reset(self) -> str:
         """``tf.container`` separates variables; ``Session.reset`` clears one container
         and leaves the others."""
-        import flowrt as tf
 
         tag = uuid.uuid4().hex[:8]
         g = tf.Graph()
@@ -1358,7 +1356,6 @@ class ClusterConformance:
 
     def device_filters(self) -> str:
         """``device_filters`` keeps a session's ops on the tasks it names."""
-        import flowrt as tf
 
         g = tf.Graph()
         with g.as_default():
@@ -1381,7 +1378,6 @@ class ClusterConformance:
 
     def graph_extension(self) -> str:
         """Nodes added after the first run (on other tasks) run in the same session."""
-        import flowrt as tf
 
         g = tf.Graph()
         with g.as_default(), tf.device(_PS):
@@ -1400,7 +1396,6 @@ class ClusterConformance:
 
     def dtypes(self) -> str:
         """string, bool, int64 and 0-size tensors cross tasks (and come back)."""
-        import flowrt as tf
 
         g = tf.Graph()
         sv = np.array([b"ab", b"", "\u00e9\u00e8".encode(), b"\x00\xff"], dtype=object)
@@ -1428,7 +1423,6 @@ class ClusterConformance:
 
     def large_tensor(self) -> str:
         """A 32 MiB tensor fed to the ps, moved to a worker and fetched."""
-        import flowrt as tf
 
         n = 8 << 20  # float32: 32 MiB
         g = tf.Graph()
@@ -1448,7 +1442,6 @@ class ClusterConformance:
     def cond_across_tasks(self) -> str:
         """A cond whose branches sit on two tasks: the untaken side's dead tensors
         cross tasks."""
-        import flowrt as tf
 
         g = tf.Graph()
         with g.as_default():
@@ -1476,7 +1469,6 @@ class ClusterConformance:
     def remote_errors(self) -> str:
         """Errors raised on another task arrive with their class and the node's name;
         the session keeps working."""
-        import flowrt as tf
 
         vname = f"uninit_{uuid.uuid4().hex[:8]}"
         g = tf.Graph()
@@ -1498,7 +1490,6 @@ class ClusterConformance:
 
     def traced_step(self) -> str:
         """A FULL_TRACE step's step_stats have a device of every task it used."""
-        import flowrt as tf
 
         g = tf.Graph()
         with g.as_default():
@@ -1527,7 +1518,6 @@ class ClusterConformance:
 
     def concurrent_steps(self, threads: int = 8, steps: int = 15) -> str:
         """Steps from several threads at once share one session and stay correct."""
-        import flowrt as tf
 
         g = tf.Graph()
         with g.as_default():
@@ -1674,10 +1664,6 @@ class ServerProcess:
         :raises AssertionError: with ``wait``, when the server exits first or does not
             come up within ``timeout`` seconds.
         """
-        import json
-        import os
-        import subprocess
-        import tempfile
 
         self.cluster, self.job, self.task, self.protocol = cluster, job, task, protocol
         self.address = cluster[job][task]
@@ -1743,7 +1729,6 @@ class ServerProcess:
 
     def wait(self, timeout: float = 10.0) -> int | None:
         """The exit status, or None if the process is still running after ``timeout``."""
-        import subprocess
 
         try:
             rc = self.proc.wait(timeout)

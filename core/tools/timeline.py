@@ -43,6 +43,7 @@ from ..engine.ir import RECV_OPS as _RECV_OPS
 from ..engine.ir import SEND_OPS as _SEND_OPS
 from ..engine.ir import attr_str as _attr_str
 from ..engine.ir import timeline_label
+from ..base.device_spec import DeviceSpec
 # "name = Op(args)"; transfer labels lack the closing parenthesis in TF.
 _LABEL_RE = re.compile(r"^(?:\[[^\]]*\] )*(.*?) = ([^()]*)\((.*?)\)?$", re.S)
 
@@ -389,7 +390,6 @@ def _same_device(a: str, b: str) -> bool:
     if not a or not b or a == b:
         return True
     try:
-        from ..base.device_spec import DeviceSpec
 
         x, y = DeviceSpec.from_string(a), DeviceSpec.from_string(b)
     except (ValueError, ImportError):

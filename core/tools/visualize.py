@@ -13,6 +13,11 @@ Render with Graphviz: ``dot -Tsvg step.dot -o step.svg``.
 from __future__ import annotations
 
 from typing import Any, Sequence
+from ..base.device_spec import DeviceSpec
+from ..framework.session import _make_fetch
+from ..engine.partition import partition
+from ..plugin.runtime import default_runtime
+import os
 
 __all__ = ["to_dot", "write_dot"]
 
@@ -51,7 +56,6 @@ def _canonical_device(dev: str) -> str:
     if not dev:
         return ""
     try:
-        from ..base.device_spec import DeviceSpec
 
         return DeviceSpec.from_string(dev).to_string() or dev
     except ValueError:
@@ -102,7 +106,6 @@ def _nodes_of_graph(graph: Any, fetches: Any, feed_list: Sequence[Any] | None
     fed: set[Any] = set()
     fetched: set[str] = set()
     if fetches is not None:
-        from ..framework.session import _make_fetch
 
         elements = _make_fetch(graph, fetches).elements
         fed = {graph.as_graph_element(f, allow_tensor=True, allow_operation=False)
@@ -146,7 +149,6 @@ class _DeviceShim:
 def _nodes_of_step(sess: Any, fetches: Any, feed_list: Sequence[Any] | None
                    ) -> list[_VNode]:
     """The step the session runs for ``(fetches, feed_list)``, placed and partitioned."""
-    from ..framework.session import _make_fetch
 
     fetch = _make_fetch(sess.graph, fetches)
     sig = sess._make_signature(fetch, tuple(feed_list or ()))
@@ -182,7 +184,6 @@ def _partition_for_display(ir: Any, sess: Any) -> list[Any] | None:
     if len(devices) < 2 or None in devices:
         return None
     try:
-        from ..engine.partition import partition
 
         known: dict[str, Any] = {}
         ms = sess._msession
@@ -197,7 +198,6 @@ def _partition_for_display(ir: Any, sess: Any) -> list[Any] | None:
 
 
 def _default_runtime() -> Any:
-    from ..plugin.runtime import default_runtime
 
     return default_runtime()
 
@@ -300,7 +300,6 @@ def to_dot(session_or_graph: Any, fetches: Any = None,
 def write_dot(path: Any, session_or_graph: Any, fetches: Any = None,
               feed_list: Sequence[Any] | None = None, title: str = "flowrt") -> str:
     """Write :func:`to_dot`'s text to ``path``; returns the path written (a str)."""
-    import os
 
     text = to_dot(session_or_graph, fetches, feed_list, title)
     with open(path, "w", encoding="utf-8") as f:

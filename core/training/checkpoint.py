@@ -40,6 +40,7 @@ import numpy as np
 
 from ..base import dtypes as _dt
 from ..base import errors
+from ..proto import tensor_bundle_pb2
 
 __all__ = [
     "FORMAT_VERSION", "CheckpointReader", "write_checkpoint", "merge_checkpoints",
@@ -76,7 +77,6 @@ _UNSAVEABLE = (_dt.resource, _dt.variant)
 
 
 def _pb() -> Any:
-    from ..proto import tensor_bundle_pb2
 
     return tensor_bundle_pb2
 

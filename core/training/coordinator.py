@@ -15,6 +15,9 @@ import time
 from typing import Any, Iterable, Sequence
 
 from ..base import errors
+from ..framework.graph import add_to_collection
+from ..framework.session import get_default_session
+from ..framework.graph import get_collection
 
 __all__ = ["Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners",
            "LooperThread"]
@@ -329,7 +332,6 @@ class QueueRunner:
 
 def add_queue_runner(qr: QueueRunner, collection: str = QUEUE_RUNNERS) -> None:
     """Add ``qr`` to the default graph's ``queue_runners`` collection."""
-    from ..framework.graph import add_to_collection
 
     add_to_collection(collection, qr)
 
@@ -338,7 +340,6 @@ def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
                         daemon: bool = True, start: bool = True,
                         collection: str = QUEUE_RUNNERS) -> list[threading.Thread]:
     """Start the threads of every queue runner in the graph's collection."""
-    from ..framework.session import get_default_session
 
     if sess is None:
         sess = get_default_session()
@@ -347,7 +348,6 @@ def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
                              "registered. Use `with sess.as_default()` or pass an explicit "
                              "session to tf.start_queue_runners(sess=sess)")
     with sess.graph.as_default():
-        from ..framework.graph import get_collection
 
         threads: list[threading.Thread] = []
         for qr in get_collection(collection):

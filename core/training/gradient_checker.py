@@ -15,6 +15,8 @@ import numpy as np
 
 from ..base import dtypes as _dt
 from ..framework.graph import Tensor, api_function, convert_to_tensor
+from ..framework.session import get_default_session
+from ..framework.gradients import gradients
 
 __all__ = ["compute_gradient", "compute_gradient_error"]
 
@@ -38,7 +40,6 @@ def _feeds(extra: dict[Any, Any] | None, feeds: dict[Any, Any]) -> dict[Any, Any
 
 
 def _default_session() -> Any:
-    from ..framework.session import get_default_session
 
     sess = get_default_session()
     if sess is None:
@@ -57,7 +58,6 @@ def _compute_dx_and_dy(x: Any, y: Tensor, y_shape: Sequence[int]) -> tuple[Any, 
     dy is a constant passed through an Identity: the constant is what gets fed, so the
     fed tensor is never also a fetched one (for Add the gradient *is* dy).
     """
-    from ..framework.gradients import gradients
 
     with y.graph.as_default():
         dy_orig = convert_to_tensor(np.ones(tuple(y_shape), dtype=_dtype_of(y).np),

@@ -26,8 +26,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base import errors
-from ..framework.graph import api_function
+from ..framework.graph import (GraphKeys, add_to_collection, api_function, get_collection,
+                               get_default_graph)
 from .coordinator import Coordinator, start_queue_runners
+from ..framework.graph_def import graph_to_graph_def
+from . import variables as _vars
+from ..framework.session import Session
+from .saver import get_checkpoint_state
 
 __all__ = [
     "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
@@ -245,7 +250,6 @@ class CheckpointSaverHook(SessionRunHook):
         global_step = int(session.run(self._global_step_tensor))
         if self._save_graph_def:
             os.makedirs(self._checkpoint_dir, exist_ok=True)
-            from ..framework.graph_def import graph_to_graph_def
 
             path = os.path.join(self._checkpoint_dir, "graph.pbtxt")
             tmp = path + ".tmp"
@@ -292,7 +296,6 @@ class CheckpointSaverHook(SessionRunHook):
             return self._saver
         if self._scaffold is not None:
             return self._scaffold.saver
-        from ..framework.graph import GraphKeys, get_collection
 
         savers = get_collection(GraphKeys.SAVERS)
         if not savers:
@@ -358,7 +361,6 @@ class LoggingTensorHook(SessionRunHook):
         self._log_at_end = at_end
 
     def begin(self) -> None:
-        from ..framework.graph import get_default_graph
 
         g = get_default_graph()
         self._current_tensors = {
@@ -543,14 +545,11 @@ class Scaffold:
 
     def finalize(self) -> "Scaffold":
         """Create the default ops that were not given, then finalize the graph."""
-        from . import variables as _vars
-        from ..framework.graph import GraphKeys, get_collection, get_default_graph
 
         if self._finalized:
             return self
         group = api_function("group")
 
-        from ..framework.graph import add_to_collection
 
         def get_or_default(key: str, make: Callable[[], Any]) -> Any:
             # the default is kept in a collection, so a later scaffold of the same
@@ -605,7 +604,6 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op() -> Any:
-        from . import variables as _vars
 
         return api_function("group")(_vars.local_variables_initializer())
 
@@ -635,7 +633,6 @@ class SessionManager:
                  ready_for_local_init_op: Any = None, graph: Any = None,
                  recovery_wait_secs: float = 30, local_init_run_options: Any = None,
                  local_init_feed_dict: Any = None):
-        from ..framework.graph import get_default_graph
 
         self._local_init_op = local_init_op
         self._ready_op = ready_op
@@ -650,7 +647,6 @@ class SessionManager:
                              % ready_for_local_init_op)
 
     def _new_session(self, master: str, config: Any) -> Any:
-        from ..framework.session import Session
 
         return Session(master, graph=self._graph, config=config)
 
@@ -669,7 +665,6 @@ class SessionManager:
         :raises ValueError: if both ``checkpoint_dir`` and ``checkpoint_filename_with_path``
             are given
         """
-        from .saver import get_checkpoint_state
 
         self._target = master
         sess = self._new_session(master, config)
@@ -947,7 +942,6 @@ class MonitoredSession:
         :param max_recoveries: the most times the session is created again after a lost
             task (None: no limit)
         """
-        from ..framework.graph import get_default_graph
 
         self._graph = get_default_graph()
         self._hooks = list(hooks or [])

@@ -33,6 +33,13 @@ from ..base import errors
 from ..framework.graph import (GraphKeys, Operation, Tensor, api_function, apply_op, convert_to_tensor,
                                get_default_graph, name_scope)
 from .variables import Variable
+import importlib
+from ..base.device_spec import DeviceSpec
+from google.protobuf import text_format
+import re
+from ..base import VERSION
+from ..framework.graph_def import python_attr_of
+from ..framework.graph_def import import_graph_def
 
 __all__ = [
     "Saver", "SaveSpec", "SaveableObject", "BaseSaverBuilder", "BulkSaverBuilder",
@@ -55,7 +62,6 @@ _VARIABLE_COLLECTIONS = frozenset({
 
 
 def _pb(name: str) -> Any:
-    import importlib
 
     return importlib.import_module(f"flowrt.proto.{name}_pb2")
 
@@ -462,7 +468,6 @@ def _string_join(a: Tensor, b: Tensor) -> Tensor:
 def _canonical_device(device: str) -> str:
     if not device:
         return ""
-    from ..base.device_spec import DeviceSpec
 
     try:
         return DeviceSpec.from_string(device).to_string()
@@ -860,7 +865,6 @@ def update_checkpoint_state_internal(save_dir: str, model_checkpoint_path: str,
 
     :raises RuntimeError: if the checkpoint path is the state file's own path
     """
-    from google.protobuf import text_format
 
     state_file = _state_filename(save_dir, latest_filename)
     if save_relative_paths:
@@ -890,7 +894,6 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None
 
     :raises ValueError: the state file names no checkpoint
     """
-    from google.protobuf import text_format
 
     checkpoint_dir = _as_str(checkpoint_dir)
     path = _state_filename(checkpoint_dir, latest_filename)
@@ -952,7 +955,6 @@ def remove_checkpoint(checkpoint_prefix: Any, checkpoint_format_version: int = 2
 
 def meta_graph_filename(checkpoint_filename: str, meta_graph_suffix: str = "meta") -> str:
     """``<prefix>.<suffix>``, dropping a ``-?????-of-?????`` shard suffix."""
-    import re
 
     basename = re.sub(r"-[\d\?]+-of-\d+$", "", checkpoint_filename)
     return ".".join([basename, meta_graph_suffix])
@@ -1054,7 +1056,6 @@ def export_meta_graph(filename: str | None = None, meta_info_def: Any = None,
     mg = _pb("meta_graph").MetaGraphDef()
     if meta_info_def is not None:
         mg.meta_info_def.CopyFrom(meta_info_def)
-    from ..base import VERSION
 
     mg.meta_info_def.tensorflow_version = f"flowrt {VERSION}"
     if strip_default_attrs:
@@ -1078,7 +1079,6 @@ def export_meta_graph(filename: str | None = None, meta_info_def: Any = None,
             mg.collection_def[key].CopyFrom(cd)
     if filename:
         if as_text:
-            from google.protobuf import text_format
 
             data: bytes | str = text_format.MessageToString(mg)
         else:
@@ -1091,7 +1091,6 @@ def export_meta_graph(filename: str | None = None, meta_info_def: Any = None,
 
 
 def _strip_defaults(gd: Any, runtime: Any) -> None:
-    from ..framework.graph_def import python_attr_of
 
     for nd in gd.node:
         od = runtime.op_defs.get(nd.op)
@@ -1113,7 +1112,6 @@ def read_meta_graph_file(filename: str) -> Any:
 
     :raises IOError: the file does not exist or parses as neither
     """
-    from google.protobuf import text_format
 
     mg = _pb("meta_graph").MetaGraphDef()
     if not os.path.exists(filename):
@@ -1138,7 +1136,6 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
     become tf.Variable objects again) and its saver, which is returned (None when it
     has no saver and no variables).
     """
-    from ..framework.graph_def import import_graph_def
 
     if isinstance(meta_graph_or_file, (str, bytes, os.PathLike)):
         mg = read_meta_graph_file(_as_str(meta_graph_or_file))

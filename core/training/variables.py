@@ -152,6 +152,7 @@ class Variable:
 
     def to_proto(self, export_scope: str | None = None) -> Any:
         """This variable as a ``VariableDef`` (names relative to ``export_scope``)."""
+        # meta_graph_pb2 is loaded only when a MetaGraph is written
         from ..proto.meta_graph_pb2 import VariableDef
 
         def strip(name: str) -> str:
@@ -243,6 +244,7 @@ class Variable:
 
     def load(self, value: Any, session: Any = None) -> None:
         """Assign ``value`` by feeding the initializer's input."""
+        # session imports this module (through training): a cycle, broken here
         from ..framework.session import _default_session_for
 
         s = _default_session_for(self.graph, session)

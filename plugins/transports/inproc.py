@@ -11,7 +11,7 @@ import threading
 from typing import Any, Sequence
 
 from flowrt.hookspecs import hookimpl
-from flowrt.plugin.services import WorkerStatus
+from flowrt.plugin.services import RunGraphRequest, RunGraphResponse, WorkerStatus
 from flowrt.transport import Transport
 
 __all__ = ["InProcTransport", "flowrt_transports"]
@@ -94,19 +94,9 @@ class _InProcWorkerRef:
         """``Worker.deregister_graph`` on the served worker."""
         self._worker().deregister_graph(graph_handle)
 
-    def run_graph(self, graph_handle: str, step_id: int, args: Sequence[Any],
-                  stats: list[Any] | None = None, rendezvous: Any = None,
-                  timeout: float | None = None, push_to: tuple[str, int] | None = None,
-                  pushed: list[tuple[str, Any]] | None = None,
-                  pushed_from: frozenset[tuple[str, int]] = frozenset(),
-                  pushed_in: Sequence[tuple[str, Any]] = (),
-                  pushed_in_from: tuple[str, int] | None = None,
-                  cancel: threading.Event | None = None) -> list[Any]:
+    def run_graph(self, request: RunGraphRequest) -> RunGraphResponse:
         """``Worker.run_graph`` on the served worker (arrays by reference)."""
-        return self._worker().run_graph(
-            graph_handle, step_id, args, stats, rendezvous=rendezvous, timeout=timeout,
-            push_to=push_to, pushed=pushed, pushed_from=pushed_from, pushed_in=pushed_in,
-            pushed_in_from=pushed_in_from, cancel=cancel)
+        return self._worker().run_graph(request)
 
     def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
         """``Worker.recv_tensor`` on the served worker."""
@@ -175,10 +165,18 @@ class InProcTransport(Transport):
                     s = self._servers[address] = _Server(self, address, m, m.local_worker)
         return s
 
-    def master_client(self, address: str) -> Any:
+    def master_client(self, address: str, config: Any = None) -> Any:
         """The master of the in-process server named ``address`` (the master object
-        itself: a :class:`~flowrt.plugin.services.MasterService`), made on first
-        use."""
+        itself: a :class:`~flowrt.plugin.services.MasterService`), made on first use.
+
+        The empty address (the target ``""`` of ``Session()``) gives a new master with
+        a worker of its own, shared with no one and named nowhere; its worker finds its
+        devices with ``config`` (a ``ConfigProto``, or None)."""
+        if address == "":
+            from flowrt.master import Master
+            from flowrt.runtime import default_runtime
+
+            return Master.in_process(self.runtime or default_runtime(), config)
         return self._server(address).master
 
 

@@ -1,21 +1,24 @@
 """Entry point of the built-in ``zmq`` transport.
 
-The transport itself lives in :mod:`flowrt.plugins.transports.zmq`; it is imported (and
-pyzmq with it) only when a runtime first needs its transports -- a ``zmq://`` target,
-a server, or ``flowrt plugins`` -- so runtimes that only run in-process sessions never
-load it. If pyzmq cannot be imported, the plugin is reported as failed with the reason.
+The transport itself lives in :mod:`flowrt.plugins.transports.zmq`. The hook declares
+it without importing it (a :class:`~flowrt.plugin.transport.DeferredTransport`): that
+module, and pyzmq with it, is imported only when the transport is first used -- a
+``zmq://`` target or a server -- so listing a runtime's transports or running
+in-process sessions never loads it. If pyzmq is not installed, the plugin is reported
+as failed with the reason.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from flowrt.hookspecs import hookimpl
+from flowrt.plugin.transport import DeferredTransport, require
 
 __all__ = ["flowrt_transports"]
 
 
 @hookimpl
 def flowrt_transports() -> list[Any]:
-    from .zmq import ZmqTransport
-
-    return [ZmqTransport()]
+    """The ``zmq`` transport, imported (with pyzmq) when first used."""
+    require("zmq", "pyzmq")
+    return [DeferredTransport("zmq", "flowrt.plugins.transports.zmq", "ZmqTransport")]
