@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # A separate environment with tensorflow-cpu for side-by-side runs (never a dependency).
 TF_VENV ?= ../tf-venv
 
-.PHONY: demo test test-gpu bench-gpu compat bench bench-dist bench-rtt plugins clean
+.PHONY: demo test test-gpu bench-gpu compat coverage bench bench-models bench-dist bench-rtt plugins clean
 
 EXAMPLE_PLUGIN := $(wildcard examples/flowrt-example-plugin/pyproject.toml examples/flowrt-example-plugin/src/*/*.py examples/flowrt-example-plugin/*/*.py)
 
@@ -33,7 +33,9 @@ GPU_SUITES := tests/test_cuda.py tests/test_math_unary.py tests/test_math_binary
 	tests/test_nn_grad.py tests/test_math_grad.py tests/test_array_grad.py \
 	tests/test_gradients.py tests/test_optimizers.py tests/test_variables.py \
 	tests/test_initializers.py tests/test_executor.py tests/test_control_flow.py \
-	tests/test_while_loop.py tests/test_session.py
+	tests/test_while_loop.py tests/test_session.py tests/test_nn_conv_ops.py \
+	tests/test_linalg_gpu.py tests/test_tf_layers.py tests/test_rnn.py tests/test_losses.py \
+	tests/test_tensor_array.py
 test-gpu:
 	FLOWRT_REQUIRE_GPU=1 $(GPU_PY) -m pytest -q -n 8 -p no:cacheprovider $(GPU_SUITES)
 
@@ -46,7 +48,18 @@ plugins: $(STAMP)
 # Differential suite: the same TF1 programs under tensorflow.compat.v1 and flowrt.
 compat:
 	@test -x $(TF_VENV)/bin/python || { echo "make compat needs a TensorFlow environment at $(TF_VENV) (python3 -m venv $(TF_VENV) && $(TF_VENV)/bin/pip install tensorflow-cpu pytest hypothesis && $(TF_VENV)/bin/pip install -e .)"; exit 2; }
-	$(TF_VENV)/bin/python -m pytest -q compat
+	TF_USE_LEGACY_KERAS=1 $(TF_VENV)/bin/python -m pytest -q compat
+
+# docs/api_coverage.md: which tensorflow.compat.v1 names flowrt has, lacks, leaves out.
+coverage:
+	@test -x $(TF_VENV)/bin/python || { echo "make coverage needs a TensorFlow environment at $(TF_VENV)"; exit 2; }
+	TF_USE_LEGACY_KERAS=1 $(TF_VENV)/bin/python compat/coverage.py --out docs/api_coverage.md
+
+# Model training steps side by side: 2-layer LSTM dynamic_rnn, tf.layers CNN.
+bench-models:
+	@test -x $(TF_VENV)/bin/python || { echo "make bench-models needs a TensorFlow environment at $(TF_VENV)"; exit 2; }
+	TF_USE_LEGACY_KERAS=1 $(TF_VENV)/bin/python bench/model_bench.py --case lstm --impl tf
+	TF_USE_LEGACY_KERAS=1 $(TF_VENV)/bin/python bench/model_bench.py --case lstm --impl flowrt
 
 bench:
 	@test -x $(TF_VENV)/bin/python || { echo "make bench needs a TensorFlow environment at $(TF_VENV)"; exit 2; }

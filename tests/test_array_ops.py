@@ -4,6 +4,8 @@ numpy, dtypes, static shape inference (unknown dims and ranks), the nodes the AP
 InvalidArgumentError with TF's messages."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flowrt as tf
 from flowrt import errors
@@ -1217,3 +1219,24 @@ def test_shape_inference_folds_constant_subgraphs():
                 tf.reshape(x, [-1, tf.size(tf.zeros([3]))]))
     _, ts = build(b)
     assert [shape_of(t) for t in ts] == [[8, 3], [6], [2, 3], [None, 3]]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(-4, 4), max_size=12), st.lists(st.integers(-4, 4), max_size=6))
+def test_setdiff1d_keeps_x_order_and_duplicates(xs, ys):
+    x = tf.constant(np.array(xs, np.int64), dtype=tf.int64)
+    y = tf.constant(np.array(ys, np.int64), dtype=tf.int64)
+    out, idx = tf.setdiff1d(x, y, index_dtype=tf.int64)
+    assert out.dtype == tf.int64 and idx.dtype == tf.int64
+    with tf.Session() as s:
+        o, i = s.run([out, idx])
+    keep = [k for k, v in enumerate(xs) if v not in ys]
+    assert o.tolist() == [xs[k] for k in keep] and i.tolist() == keep
+
+
+def test_setdiff1d_rejects_matrices_naming_the_op():
+    x = tf.placeholder(tf.int32)
+    out, _ = tf.setdiff1d(x, [1])
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="x should be a 1D vector"):
+            s.run(out, {x: [[1, 2]]})

@@ -81,7 +81,8 @@ def test_individual_checks_on_builtins() -> None:
     assert ft.check_device(dev).checked
     t = ft.check_transport(rt.transport("inproc"))
     assert "sessions on inproc://conformance run a graph and share variables" in t.checked
-    assert rt.transport("inproc").plugin == "inproc"  # the check leaves it as it was
+    # the check leaves it as it was: its plugin, and the runtime that owns it
+    assert rt.transport("inproc").plugin == "inproc" and rt.transport("inproc").runtime is rt
     static = ft.check_transport(rt.transport("inproc"), live=False)
     assert static.skipped == ["live checks: live=False"]
 

@@ -409,3 +409,60 @@ def test_reverse_sequence_errors_shape_grad():
             s.run(y, {x: np.zeros((2, 5), np.float32)})
     a = np.arange(10.).reshape(2, 5)
     assert grad_err(lambda t: tf.reverse_sequence(t, [3, 5], seq_axis=1) * t, a) < 1e-6
+
+
+# ---------------------------------------------------------------- IndexedSlices, partitioned
+def _slices(values, indices, dense_shape):
+    return tf.IndexedSlices(tf.constant(values), tf.constant(indices), tf.constant(dense_shape))
+
+
+def test_clip_by_norm_indexed_slices():
+    vals = np.array([[3.0, 4.0], [0.0, 0.0]], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        t = _slices(vals, np.array([2, 0], np.int64), np.array([4, 2], np.int64))
+        c = tf.clip_by_norm(t, 2.5)
+        assert isinstance(c, tf.IndexedSlices)
+        assert c.indices is t.indices and c.dense_shape is t.dense_shape
+    with tf.Session(graph=g) as s:
+        np.testing.assert_allclose(s.run(c.values), vals / 2, rtol=1e-6)
+
+
+def test_global_norm_and_clip_indexed_slices():
+    vals = np.array([[3.0, 0.0], [3.0, 0.0]], np.float32)  # duplicate index: rows not summed
+    dense = np.array([4.0], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        t = _slices(vals, np.array([1, 1], np.int64), np.array([3, 2], np.int64))
+        n = tf.global_norm([t, tf.constant(dense), None])
+        clipped, norm = tf.clip_by_global_norm([t, tf.constant(dense), None], 2.0)
+        assert isinstance(clipped[0], tf.IndexedSlices) and clipped[2] is None
+        assert clipped[0].indices is t.indices
+    with tf.Session(graph=g) as s:
+        want = np.sqrt(9 + 9 + 16)
+        np.testing.assert_allclose(s.run(n), want, rtol=1e-6)
+        cv, cd, nv = s.run([clipped[0].values, clipped[1], norm])
+        np.testing.assert_allclose(nv, want, rtol=1e-6)
+        np.testing.assert_allclose(cv, vals * 2 / want, rtol=1e-6)
+        np.testing.assert_allclose(cd, dense * 2 / want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_embedding_lookup_partitioned_variable(parts):
+    full = np.arange(14, dtype=np.float32).reshape(7, 2)
+    ids = np.array([[0, 6], [3, 4], [5, 1]], np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        emb = tf.get_variable("emb", [7, 2], initializer=tf.zeros_initializer(),
+                              partitioner=tf.fixed_size_partitioner(parts))
+        out = tf.nn.embedding_lookup(emb, ids, partition_strategy="div")
+        assign = emb.assign(tf.constant(full))
+        dparts = tf.gradients(tf.reduce_sum(out), list(emb))
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        s.run(assign)
+        np.testing.assert_array_equal(s.run(out), full[ids])
+        counts = np.bincount(ids.ravel(), minlength=7)
+        dense = [np.asarray(x) for x in s.run(dparts)]
+        np.testing.assert_array_equal(np.concatenate(dense)[:, 0], counts)

@@ -408,17 +408,17 @@ def test_custom_getter(g):
         tf.get_variable("bad", [1], custom_getter=3)
 
 
-def test_partitioner_not_supported(g):
-    def part(shape, dtype):
-        return [2, 1]
-
-    with pytest.raises(NotImplementedError, match="Partitioned variables are not supported"):
-        tf.get_variable("p", [4, 2], partitioner=part)
-    with tf.variable_scope("s", partitioner=part):
-        with pytest.raises(NotImplementedError, match="partitioner"):
-            tf.get_variable("p", [4, 2])
+def test_partitioner_makes_parts(g):
+    p = tf.get_variable("p", [4, 2], partitioner=tf.fixed_size_partitioner(2))
+    assert [v.name for v in p] == ["p/part_0:0", "p/part_1:0"]
+    assert [v.shape.as_list() for v in p] == [[2, 2], [2, 2]]
+    assert p.get_shape().as_list() == [4, 2]
+    with tf.variable_scope("s", partitioner=tf.fixed_size_partitioner(2)):
+        q = tf.get_variable("q", [4, 2])
         s = tf.get_variable("scalar", [])  # scalars are never partitioned
-    assert s.shape.as_list() == []
+    assert [v.name for v in q] == ["s/q/part_0:0", "s/q/part_1:0"]
+    assert isinstance(s, tf.Variable)
+    assert s.name == "s/scalar:0" and s.shape.as_list() == []
 
 
 def test_constraint_and_caching_device(g):

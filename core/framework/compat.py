@@ -17,9 +17,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..base.tensor_shape import Dimension, TensorShape, as_shape, dimension_value
+
 __all__ = ["v1", "as_bytes", "as_text", "as_str", "as_str_any", "path_to_str",
            "forward_compatible", "forward_compatibility_horizon", "bytes_or_text_types",
-           "integral_types", "real_types", "complex_types"]
+           "integral_types", "real_types", "complex_types", "dimension_value",
+           "dimension_at_index"]
 
 #: the whole API, as ``tensorflow.compat.v1``
 v1 = sys.modules[__name__.split(".")[0]]
@@ -82,3 +85,12 @@ def forward_compatibility_horizon(year: int, month: int, day: int) -> Iterator[N
         yield
     finally:
         _HORIZON[0] = old
+
+
+def dimension_at_index(shape: Any, index: int) -> Dimension:
+    """The ``index``-th dimension of ``shape`` as a :class:`Dimension` (unknown when the
+    rank is), as ``tf.compat.dimension_at_index`` with TF1 shapes."""
+    shape = shape if isinstance(shape, TensorShape) else as_shape(shape)
+    if shape.ndims is None:
+        return Dimension(None)
+    return shape.dims[index]

@@ -9,14 +9,45 @@ gradients of a tensor with several consumers are summed; tensors not connected t
 from __future__ import annotations
 
 import collections
+import enum
 from typing import Any, Callable, Sequence
 
 from ..base import dtypes as _dt
 from .graph import (Operation, Tensor, api_function, apply_op, colocate_with, convert_to_tensor,
                     get_default_graph, name_scope)
+from .indexed_slices import IndexedSlices, as_indexed_slices_list
 
 __all__ = ["gradients", "RegisterGradient", "NotDifferentiable", "NoGradient",
-           "gradient_function", "hessians"]
+           "no_gradient", "gradient_function", "hessians", "UnconnectedGradients",
+           "AggregationMethod"]
+
+
+class UnconnectedGradients(enum.Enum):
+    """What ``tf.gradients`` returns for an x that ``ys`` do not depend on
+    (``tf.UnconnectedGradients``): None, or zeros shaped like x."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+class AggregationMethod:
+    """How gradient contributions to one tensor are summed (``tf.AggregationMethod``):
+    ``ADD_N`` (the default) sums them with one ``AddN``; the experimental methods add
+    them pairwise."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+_AGGREGATION_METHODS = (AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
+                        AggregationMethod.EXPERIMENTAL_ACCUMULATE_N)
+
+#: ops whose gradient passes an IndexedSlices gradient through unchanged, as in TF; every
+#: other op's gradient function gets a densified gradient
+_SLICES_PASS_THROUGH = frozenset({"Identity", "IdentityN", "PlaceholderWithDefault",
+                                  "Snapshot"})
 
 _user_gradients: dict[str, Callable[..., Any] | None] = {}
 
@@ -55,6 +86,7 @@ def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF's name
 
 
 NoGradient = NotDifferentiable
+no_gradient = NotDifferentiable
 
 _NOT_FOUND = object()
 
@@ -96,18 +128,24 @@ def _to_tensor(x: Any) -> Tensor:
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
               colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
               aggregation_method: Any = None, stop_gradients: Any = None,
-              unconnected_gradients: str = "none") -> list[Tensor | None]:
+              unconnected_gradients: Any = UnconnectedGradients.NONE
+              ) -> list[Tensor | IndexedSlices | None]:
     """The symbolic derivatives of ``sum(ys)`` with respect to each of ``xs``.
 
     :param ys: a tensor or list of tensors to differentiate
     :param xs: tensors or variables to differentiate with respect to
     :param grad_ys: initial gradients for ``ys`` (default: ones of each y's shape)
+    :param gate_gradients: gate the gradients of each op's inputs together (each runs
+        only after all of them are computed), as TF does
+    :param aggregation_method: an :class:`AggregationMethod` constant
     :param stop_gradients: tensors whose gradient is not propagated further
-    :param unconnected_gradients: ``"none"`` (default) or ``"zero"`` for xs not
-        connected to ys
-    :returns: one entry per x: a Tensor, or None when x does not affect ys
+    :param unconnected_gradients: :class:`UnconnectedGradients` (or ``"none"``,
+        ``"zero"``) for xs not connected to ys
+    :returns: one entry per x: a Tensor, an IndexedSlices (e.g. the params of a
+        ``tf.gather``), or None when x does not affect ys
     :raises LookupError: when an op on the path has no registered gradient
-    :raises ValueError: for mismatched ``grad_ys``
+    :raises ValueError: for mismatched ``grad_ys``, an unknown aggregation method or
+        ``unconnected_gradients`` value
     """
     ys = [_to_tensor(y) for y in _as_list(ys)]
     xs = [_to_tensor(x) for x in _as_list(xs)]
@@ -119,8 +157,15 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
         grad_ys = _as_list(grad_ys)
         if len(grad_ys) != len(ys):
             raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
-    if unconnected_gradients not in ("none", "zero"):
-        raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}")
+    try:
+        unconnected_gradients = UnconnectedGradients(unconnected_gradients).value
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: "
+                         f"{unconnected_gradients!r}") from None
+    if aggregation_method is None:
+        aggregation_method = AggregationMethod.DEFAULT
+    if aggregation_method not in _AGGREGATION_METHODS:
+        raise ValueError(f"Invalid aggregation_method specified {aggregation_method}.")
     g = ys[0].graph if ys else get_default_graph()
     with g.as_default(), name_scope(name, "gradients", ys + xs):
         # initial gradients
@@ -141,7 +186,9 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
             init.append(gy)
 
         return backprop(ys, init, xs, stops, colocate_gradients_with_ops,
-                         unconnected_gradients, level=_loop_level(g))
+                        unconnected_gradients, level=_loop_level(g),
+                        gate_gradients=gate_gradients,
+                        aggregation_method=aggregation_method)
 
 
 class _LoopUnit:
@@ -166,13 +213,17 @@ def _loop_level(g: Any) -> Any:
 
 
 def backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list[Tensor],
-              colocate_gradients_with_ops: bool = False, unconnected_gradients: str = "none",
-              level: Any = None, boundary: frozenset = frozenset()) -> list[Tensor | None]:
+             colocate_gradients_with_ops: bool = False, unconnected_gradients: str = "none",
+             level: Any = None, boundary: frozenset = frozenset(),
+             gate_gradients: bool = False, aggregation_method: int = AggregationMethod.ADD_N
+             ) -> list[Any]:
     """The walk of :func:`gradients`: ``init[i]`` is the gradient of ``ys[i]``.
 
     A while loop nested below ``level`` (the loop whose body is being differentiated,
     None at the top) is one node of the walk (:class:`_LoopUnit`), differentiated by its
     context's ``gradient`` method; ops in ``boundary`` are never walked through.
+    IndexedSlices gradients reach only the ops of ``_SLICES_PASS_THROUGH`` as they are;
+    other gradient functions and loops get them densified.
     """
     g = ys[0].graph if ys else get_default_graph()
     loop_of = getattr(g, "_flowrt_loop_of", None) or {}
@@ -238,7 +289,10 @@ def backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list
     while ready:
         op = ready.popleft()
         outs = outputs_of(op)
-        out_grads = [_aggregate(grads.get(t), t, op) for t in outs]
+        out_grads = [_aggregate(grads.get(t), t, op, aggregation_method) for t in outs]
+        if isinstance(op, _LoopUnit) or op.type not in _SLICES_PASS_THROUGH:
+            out_grads = [convert_to_tensor(og) if isinstance(og, IndexedSlices) else og
+                         for og in out_grads]
         is_loop = isinstance(op, _LoopUnit)
         is_x_op = not is_loop and any(t in x_set for t in outs)
         has_grad = any(og is not None for og, t in zip(out_grads, outs) if _is_trainable(t))
@@ -261,6 +315,9 @@ def backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list
                               (api_function("zeros_like")(t) if _is_trainable(t) else None)
                               for og, t in zip(out_grads, op.outputs)]
                     in_grads = _as_list(fn(op, *filled))
+                    if gate_gradients and len([gi for gi in in_grads if gi is not None]) > 1:
+                        with name_scope("tuple"):
+                            in_grads = _gate(in_grads)
                 if len(in_grads) != len(op.inputs):
                     raise ValueError(f"Num gradients {len(in_grads)} generated for op "
                                      f"{op.type} "
@@ -269,7 +326,8 @@ def backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list
                 for t, gi in zip(op.inputs, in_grads):
                     if gi is None or not _is_trainable(t) or t in stop_tensors:
                         continue
-                    gi = convert_to_tensor(gi)
+                    if not isinstance(gi, IndexedSlices):
+                        gi = convert_to_tensor(gi)
                     if unit_of(t.op) in between or t in x_set:
                         grads[t].append(gi)
         for t in ins:
@@ -288,16 +346,69 @@ def backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list
             else:
                 out.append(None)
             continue
-        out.append(_aggregate(gl, x, None))
+        agg = _aggregate(gl, x, None, aggregation_method)
+        if level is not None and isinstance(agg, IndexedSlices):
+            agg = convert_to_tensor(agg)  # a loop body's gradients feed loop variables
+        out.append(agg)
     return out
 
 
-def _aggregate(gl: list[Tensor] | None, t: Tensor, op: Any) -> Tensor | None:
+def _aggregate(gl: list[Any] | None, t: Tensor, op: Any,
+               aggregation_method: int = AggregationMethod.ADD_N) -> Any:
+    """The sum of the gradient contributions ``gl`` to ``t`` (TF's ``_AggregatedGrads``).
+
+    Dense gradients are summed with one ``AddN`` (pairwise ``AddN``s for the
+    experimental methods). If any is an IndexedSlices, all become IndexedSlices (a dense
+    one: all its rows) and the sum is their concatenation, as in TF.
+    """
     if not gl:
         return None
     if len(gl) == 1:
         return gl[0]
-    return api_function("add_n")(gl)
+    if all(isinstance(g, Tensor) for g in gl):
+        if aggregation_method in (AggregationMethod.EXPERIMENTAL_TREE,
+                                  AggregationMethod.EXPERIMENTAL_ACCUMULATE_N):
+            scope = (op.name if op is not None else t.op.name) + "_gradient_sum"
+            with name_scope(scope):
+                running = gl[0]
+                for g in gl[1:]:
+                    running = api_function("add_n")([running, g])
+                return running
+        return api_function("add_n")(gl)
+    parts = as_indexed_slices_list(gl)
+    concat = api_function("concat")
+    return IndexedSlices(concat([p.values for p in parts], 0),
+                         concat([p.indices for p in parts], 0), parts[0].dense_shape)
+
+
+def _gate(grads: list[Any]) -> list[Any]:
+    """``grads`` gated together, as TF's ``control_flow_ops.tuple``: a ``group_deps``
+    NoOp on all of them, and per gradient a ``control_dependency`` Identity, colocated
+    with it, that runs after the group."""
+    deps = []
+    for g in grads:
+        if isinstance(g, IndexedSlices):
+            deps.extend(c.op for c in g._components())
+        elif isinstance(g, Tensor):
+            deps.append(g.op)
+    with get_default_graph().control_dependencies(deps):
+        gate = apply_op("NoOp", name="group_deps")
+
+    def gated(t: Tensor) -> Tensor:
+        with name_scope(None, "control_dependency", [t]) as scope:
+            with colocate_with(t):
+                with get_default_graph().control_dependencies([gate]):
+                    return apply_op("Identity", name=scope, input=t)
+
+    out: list[Any] = []
+    for g in grads:
+        if isinstance(g, IndexedSlices):
+            out.append(IndexedSlices(gated(g.values), gated(g.indices), g.dense_shape))
+        elif isinstance(g, Tensor):
+            out.append(gated(g))
+        else:
+            out.append(g)
+    return out
 
 
 def _reachable_forward(start: Sequence[Operation], stop_ops: set[Operation]

@@ -29,7 +29,7 @@ __all__ = [
     "apply_op", "name_scope", "control_dependencies", "device", "colocate_with",
     "container", "get_seed", "set_random_seed", "add_to_collection", "add_to_collections",
     "get_collection", "get_collection_ref", "make_ndarray_for", "is_tensor",
-    "convert_n_to_tensor", "numpy_value_for", "DEFAULT_GRAPH_SEED",
+    "convert_n_to_tensor", "numpy_value_for", "DEFAULT_GRAPH_SEED", "init_scope",
 ]
 
 DEFAULT_GRAPH_SEED = 87654321
@@ -205,6 +205,9 @@ REQUIRED_API_NAMES: frozenset[str] = frozenset({
     "stack", "zeros_like", "ones_like", "reshape", "group", "zeros_initializer",
     "glorot_uniform_initializer", "train.get_global_step", "train.Saver", "shape",
     "reduce_all", "identity", "constant", "cond", "cast", "boolean_mask", "add_n",
+    # IndexedSlices, partitioned variables, scatter updates
+    "math.unsorted_segment_sum", "range", "concat", "split", "slice", "scatter_add",
+    "scatter_sub", "scatter_update",
 })
 
 
@@ -1146,6 +1149,19 @@ def name_scope(name: str | None, default_name: str | None = None,
 
 def control_dependencies(control_inputs: Any) -> Any:
     return get_default_graph().control_dependencies(control_inputs)
+
+
+@contextlib.contextmanager
+def init_scope() -> Iterator[None]:
+    """``tf.init_scope`` in graph mode: ops created inside keep the current name scope but
+    are lifted out of control-flow contexts (``cond``, ``while_loop`` bodies) and have no
+    control dependencies, as variable initialisers need."""
+    g = get_default_graph()
+    scope = g.get_name_scope()
+    if scope and scope[-1] != "/":
+        scope = scope + "/"
+    with g.as_default(), g.name_scope(scope), g.control_dependencies(None):
+        yield
 
 
 def device(device_name_or_function: Any) -> Any:

@@ -147,6 +147,12 @@ def _make_fetch(graph: Graph, fetches: Any) -> _Fetch:
                     return dict(items)
 
             return build_map
+        if hasattr(f, "_fetch_components") and not isinstance(f, (Tensor, Operation)):
+            # a composite (SparseTensor, IndexedSlices): fetched as its component
+            # tensors, rebuilt from their values by the object itself
+            parts = [walk(c) for c in f._fetch_components()]
+            rebuild = f._from_fetched
+            return lambda v: rebuild([p(v) for p in parts])
         el = _as_element(graph, f)
         i = add(el)
         if isinstance(el, Operation):
@@ -155,6 +161,34 @@ def _make_fetch(graph: Graph, fetches: Any) -> _Fetch:
 
     build = walk(fetches)
     return _Fetch(elements, build)
+
+
+def _expand_feeds(keys: tuple[Any, ...], values: list[Any] | None
+                  ) -> tuple[tuple[Any, ...], list[Any]]:
+    """Feed keys and values with each composite key (one with ``_feed_components``,
+    such as a SparseTensor) replaced by its component tensors, and its value by
+    ``key._split_feed(value)`` (as TF's feed expansions of SparseTensor). With
+    ``values`` None only the keys are expanded."""
+    if values is None:
+        values = [None] * len(keys)
+    if all(type(k) is Tensor or isinstance(k, str) or not hasattr(k, "_feed_components")
+           for k in keys):
+        return keys, values
+    out_k: list[Any] = []
+    out_v: list[Any] = []
+    for k, v in zip(keys, values):
+        if type(k) is not Tensor and hasattr(k, "_feed_components"):
+            comps = k._feed_components()
+            parts = k._split_feed(v) if v is not None else [None] * len(comps)
+            if len(parts) != len(comps):
+                raise ValueError(f"The value fed to {k!r} has {len(parts)} components, "
+                                 f"{len(comps)} expected")
+            out_k.extend(comps)
+            out_v.extend(parts)
+        else:
+            out_k.append(k)
+            out_v.append(v)
+    return tuple(out_k), out_v
 
 
 def _to_user(v: Any, runtime: Any = None) -> Any:
@@ -384,8 +418,7 @@ class BaseSession:
         else:
             fetch = _make_fetch(self._graph, fetches)
         if feed_dict:
-            fkeys = tuple(feed_dict)
-            fvals = list(feed_dict.values())
+            fkeys, fvals = _expand_feeds(tuple(feed_dict), list(feed_dict.values()))
         else:
             fkeys, fvals = (), []
         # keyed by content: graph elements hash by identity and the key holds them
@@ -516,7 +549,8 @@ class BaseSession:
         """A Python callable running this step: ``f(*feed_values)`` (TF1 semantics)."""
         fetch = _make_fetch(self._graph, fetches)
         keys = tuple(feed_list or ())
-        sig = self._make_signature(fetch, keys)
+        flat_keys, _ = _expand_feeds(keys, None)
+        sig = self._make_signature(fetch, flat_keys)
         msess = self._msession
 
         def call(*feed_values: Any, **kw: Any) -> Any:
@@ -525,6 +559,8 @@ class BaseSession:
                                 f"{len(feed_values)}")
             if self._closed:
                 raise RuntimeError("Attempted to use a closed Session.")
+            if len(flat_keys) != len(keys):
+                feed_values = tuple(_expand_feeds(keys, list(feed_values))[1])
             opts = kw.get("options")
             trace = opts is not None and getattr(opts, "trace_level", 0) > 0
             t_start, p0 = time.time(), time.perf_counter()
@@ -542,7 +578,8 @@ class BaseSession:
     def placement(self, fetches: Any, feed_list: Sequence[Any] | None = None) -> dict[str, str]:
         """The device each node of the step ``(fetches, feeds)`` was placed on."""
         fetch = _make_fetch(self._graph, fetches)
-        sig = self._make_signature(fetch, tuple(feed_list or ()))
+        keys = tuple(feed_list or ())
+        sig = self._make_signature(fetch, _expand_feeds(keys, None)[0])
         return self._msession.placement_of(sig.cid)
 
     @staticmethod

@@ -550,14 +550,20 @@ def _check_transport(t: Any, where: list[str], live: bool, timeout: float) -> Re
     if not live:
         r.skip("live checks", "live=False")
         return r
-    rt = _runtime_for_transport(t, where)
-    need = ("Placeholder", "Identity", "Const", "VariableV2", "Assign")
-    missing = [o for o in need if o not in rt.op_defs]
-    if missing:
-        r.skip("live checks", f"the runtime has no kernel set defining {missing}")
-        return r
-    for fn in TRANSPORT_LIVE_CHECKS.get(scheme, [_live_served]):
-        r.ok(_with_timeout(lambda fn=fn: fn(t, rt, where), timeout, where, fn.__name__))
+    # the check's runtime adopts the transport for the check (its ``runtime``); the
+    # transport goes back to the runtime that owned it afterwards
+    owner_rt = getattr(t, "runtime", None)
+    try:
+        rt = _runtime_for_transport(t, where)
+        need = ("Placeholder", "Identity", "Const", "VariableV2", "Assign")
+        missing = [o for o in need if o not in rt.op_defs]
+        if missing:
+            r.skip("live checks", f"the runtime has no kernel set defining {missing}")
+            return r
+        for fn in TRANSPORT_LIVE_CHECKS.get(scheme, [_live_served]):
+            r.ok(_with_timeout(lambda fn=fn: fn(t, rt, where), timeout, where, fn.__name__))
+    finally:
+        t.runtime = owner_rt  # type: ignore[attr-defined]
     return r
 
 

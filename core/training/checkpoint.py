@@ -48,6 +48,7 @@ __all__ = [
     "checkpoint_exists", "remove_checkpoint_files", "cleanup_stale_files",
     "recover_interrupted_saves",
     "atomic_write", "AtomicFile", "fsync_dir", "is_temp_name",
+    "parse_shape_and_slice", "slice_spec", "slice_key", "split_slice_key", "SLICE_MARK",
 ]
 
 #: The layout version written into both headers; readers refuse newer versions.
@@ -472,23 +473,147 @@ def _make_dir(dirname: str, prefix: str) -> None:
                             f"{prefix}") from None
 
 
+# -- slices ------------------------------------------------------------------------------
+#: A slice of a partitioned variable ``v`` is stored as its own entry named
+#: ``v`` + SLICE_MARK + its canonical spec ("4 2 0,2:0,2"); readers show ``v`` whole.
+SLICE_MARK = "@slice="
+Extents = list[tuple[int, int]]
+
+
+def parse_shape_and_slice(spec: str, name: str = "") -> tuple[list[int], Extents]:
+    """Parse TF's ``shape_and_slice`` string ``"d0 d1 ... s0:s1:..."`` (each ``s`` is
+    ``start,length`` or ``-`` for the whole dimension) into the full shape and one
+    ``(start, length)`` per dimension, ``-`` made explicit.
+
+    :raises InvalidArgumentError: for a malformed spec or a slice outside the shape
+    """
+    def bad(why: str) -> errors.InvalidArgumentError:
+        return errors.InvalidArgumentError(None, None, f"{why} in shape_and_slice "
+                                           f"specification '{spec}'"
+                                           + (f" of tensor '{name}'" if name else ""))
+
+    parts = spec.split(" ")
+    if len(parts) < 2:
+        raise bad("Need least two elements")
+    try:
+        full = [int(d) for d in parts[:-1]]
+    except ValueError:
+        raise bad("Non numerical dimension") from None
+    dims = parts[-1].split(":")
+    if len(dims) != len(full):
+        raise bad(f"Slice of rank {len(dims)} for a shape of rank {len(full)}")
+    extents: Extents = []
+    for d, (size, ext) in enumerate(zip(full, dims)):
+        if ext == "-":
+            extents.append((0, size))
+            continue
+        try:
+            start, length = (int(x) for x in ext.split(","))
+        except ValueError:
+            raise bad(f"Malformed extent '{ext}'") from None
+        if size < 0 or start < 0 or length < 0 or start + length > size:
+            raise bad(f"Extent {start},{length} of dimension {d} outside size {size}")
+        extents.append((start, length))
+    return full, extents
+
+
+def slice_spec(full: Sequence[int], extents: Extents) -> str:
+    """The canonical spec of a slice: explicit ``start,length`` for every dimension."""
+    return " ".join(str(int(d)) for d in full) + " " + ":".join(
+        f"{int(s)},{int(n)}" for s, n in extents)
+
+
+def slice_key(name: str, full: Sequence[int], extents: Extents) -> str:
+    """The entry name a slice of ``name`` is stored under."""
+    return name + SLICE_MARK + slice_spec(full, extents)
+
+
+def split_slice_key(key: str) -> tuple[str, list[int], Extents] | None:
+    """``(name, full shape, extents)`` of a slice entry's name; None for a whole tensor."""
+    i = key.rfind(SLICE_MARK)
+    if i < 0:
+        return None
+    try:
+        full, extents = parse_shape_and_slice(key[i + len(SLICE_MARK):])
+    except errors.InvalidArgumentError:
+        return None
+    return key[:i], full, extents
+
+
+def _overlap(a: Extents, b: Extents) -> Extents | None:
+    """The intersection of two slices (None when empty)."""
+    out = []
+    for (s1, n1), (s2, n2) in zip(a, b):
+        lo, hi = max(s1, s2), min(s1 + n1, s2 + n2)
+        if hi <= lo:
+            return None
+        out.append((lo, hi - lo))
+    return out
+
+
+def _slice_names(names: Sequence[str], values: Sequence[Any],
+                 slices: Sequence[str] | None) -> list[str]:
+    """The entry names to write: ``names``, slices under their slice keys.
+
+    :raises InvalidArgumentError: a value not of its slice's shape, slices of one name
+        with different full shapes or overlapping, or a name saved whole and sliced
+    """
+    if not slices:
+        return list(names)
+    out = []
+    sliced: dict[str, tuple[list[int], list[Extents]]] = {}
+    for n, v, spec in zip(names, values, slices):
+        if not spec:
+            out.append(n)
+            continue
+        full, extents = parse_shape_and_slice(spec, n)
+        want = [ln for _, ln in extents]
+        if list(np.shape(v)) != want:
+            raise errors.InvalidArgumentError(None, None, f"Shape of tensor '{n}' "
+                                              f"{list(np.shape(v))} does not match its "
+                                              f"slice '{spec}' (of shape {want})")
+        have = sliced.setdefault(n, (full, []))
+        if have[0] != full:
+            raise errors.InvalidArgumentError(None, None, f"Slices of tensor '{n}' "
+                                              f"disagree on its full shape: {have[0]} vs. "
+                                              f"{full}")
+        for other in have[1]:
+            if all(ln > 0 for _, ln in extents) and _overlap(other, extents) is not None:
+                raise errors.InvalidArgumentError(None, None, f"Overlapping slices of "
+                                                  f"tensor '{n}': '{slice_spec(full, other)}'"
+                                                  f" and '{spec}'")
+        have[1].append(extents)
+        out.append(slice_key(n, full, extents))
+    both = sliced.keys() & set(n for n, s in zip(names, slices) if not s)
+    if both:
+        raise errors.InvalidArgumentError(None, None, f"Tensor '{sorted(both)[0]}' is "
+                                          "saved both whole and as slices")
+    return out
+
+
 # -- writing -----------------------------------------------------------------------------
 def write_checkpoint(prefix: str, names: Sequence[str], values: Sequence[Any],
-                     dtypes: Sequence[_dt.DType]) -> None:
+                     dtypes: Sequence[_dt.DType], slices: Sequence[str] | None = None
+                     ) -> None:
     """Write a complete one-shard checkpoint at ``prefix`` (what ``SaveV2`` does).
 
     The directory is created if needed. As TF's BundleWriter, the data file and the
     index are written as ``<name>.tempstate<random>`` and fsynced, then renamed to
     ``<prefix>.data-00000-of-00001`` and ``<prefix>.index``, index last; afterwards data
     files of ``prefix`` that the new index does not name are deleted. On failure the
-    temporaries are removed.
+    temporaries are removed. ``slices`` (TF's ``shape_and_slices``) gives, per tensor,
+    ``""`` for a whole tensor or the spec of the slice of a larger tensor it is (see
+    :func:`slice_key`).
 
-    :raises InvalidArgumentError: duplicate names, or a dtype that cannot be saved
+    :raises InvalidArgumentError: duplicate names, a dtype that cannot be saved, or
+        inconsistent slices
     """
     prefix = os.fspath(prefix)
-    if not (len(names) == len(values) == len(dtypes)):
+    if not (len(names) == len(values) == len(dtypes)) or \
+            (slices is not None and len(slices) != len(names)):
         raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names, "
                                           f"{len(values)} tensors and {len(dtypes)} dtypes")
+    names = _slice_names(names, values, slices)
     seen: set[str] = set()
     for n in names:
         if n in seen:
@@ -732,6 +857,8 @@ class _Bundle:
     name in the index's directory, or for a save in flight the temporary name.
     """
 
+    _crc = staticmethod(zlib.crc32)
+
     def __init__(self, index_path: str, index: Any, resolve: Callable[[str], str]):
         """Check ``index`` against its data files and build the table of entries.
 
@@ -876,7 +1003,7 @@ class _Bundle:
             raise errors.DataLossError(None, None, f"Checkpoint data file {path} is "
                                        f"truncated: tensor '{e.name}' needs {size} bytes at "
                                        f"offset {e.offset}, {got} could be read")
-        crc = zlib.crc32(memoryview(buf).cast("B"))
+        crc = self._crc(memoryview(buf).cast("B"))
         if crc != e.crc32:
             raise _checksum_error(path, e, crc)
         if dtype is _dt.string:
@@ -912,10 +1039,232 @@ def _checksum_error(path: str, e: Any, crc: int) -> errors.DataLossError:
 
 
 def _plain_bundle(prefix: str) -> _Bundle:
-    """``<prefix>.index`` with the data files it names."""
+    """``<prefix>.index`` with the data files it names (flowrt's layout or TF's)."""
+    tf_bundle = _tf_bundle(prefix)
+    if tf_bundle is not None:
+        return tf_bundle
     path, index = _read_index(prefix)
     d = os.path.dirname(prefix)
     return _Bundle(path, index, lambda name: os.path.join(d, name))
+
+
+# -- TensorFlow's tensor bundles (read only) ----------------------------------------------
+_TABLE_MAGIC = 0xdb4775248b80fb57
+_CRC32C = [0] * 256
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C[_i] = _c
+
+
+def _masked_crc32c(data: Any) -> int:
+    """TF's masked CRC-32C (Castagnoli) of ``data``."""
+    crc, table = 0xFFFFFFFF, _CRC32C
+    for b in bytes(data):
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xa282ead8) & 0xFFFFFFFF
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    out, shift = 0, 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        out |= (b & 0x7F) << shift
+        if b < 0x80:
+            return out, pos
+        shift += 7
+
+
+def _proto_fields(buf: bytes) -> dict[int, list[Any]]:
+    """A protobuf message's fields: number -> values (ints, or bytes when
+    length-delimited)."""
+    out: dict[int, list[Any]] = {}
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        kind = key & 7
+        if kind == 0:
+            v, pos = _varint(buf, pos)
+        elif kind == 2:
+            n, pos = _varint(buf, pos)
+            v, pos = buf[pos:pos + n], pos + n
+        elif kind == 5:
+            v, pos = struct.unpack_from("<I", buf, pos)[0], pos + 4
+        elif kind == 1:
+            v, pos = struct.unpack_from("<Q", buf, pos)[0], pos + 8
+        else:
+            raise ValueError(f"wire type {kind}")
+        out.setdefault(key >> 3, []).append(v)
+    return out
+
+
+def _table_block(data: bytes, offset: int, size: int) -> list[tuple[bytes, bytes]]:
+    """The (key, value) pairs of one uncompressed block of a LevelDB-style table."""
+    if data[offset + size] != 0:
+        raise errors.UnimplementedError(None, None, "compressed TensorFlow checkpoint "
+                                        "index blocks are not supported")
+    block = data[offset:offset + size]
+    nrestarts = struct.unpack_from("<I", block, len(block) - 4)[0]
+    end = len(block) - 4 - 4 * nrestarts
+    pos, key, out = 0, b"", []
+    while pos < end:
+        shared, pos = _varint(block, pos)
+        unshared, pos = _varint(block, pos)
+        vlen, pos = _varint(block, pos)
+        key = key[:shared] + block[pos:pos + unshared]
+        pos += unshared
+        out.append((key, block[pos:pos + vlen]))
+        pos += vlen
+    return out
+
+
+def _ordered_num(v: int) -> bytes:
+    """TF's OrderedCode::WriteNumIncreasing."""
+    body = v.to_bytes((v.bit_length() + 7) // 8, "big") if v else b""
+    return bytes([len(body)]) + body
+
+
+def _ordered_signed(v: int) -> bytes:
+    """TF's OrderedCode::WriteSignedNumIncreasing."""
+    x = ~v if v < 0 else v
+    if x < 64:
+        return bytes([(0x80 ^ v) & 0xFF])
+    n = min(x.bit_length() // 7 + 1, 10)
+    buf = bytearray((b"\xff\xff" if v < 0 else b"\x00\x00")
+                    + (v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big"))[10 - n:]
+    head = [0, 0x80, 0xc0, 0xe0, 0xf0, 0xf8, 0xfc, 0xfe, 0xff, 0xff, 0xff][n]
+    buf[0] ^= head
+    buf[1] ^= {9: 0x80, 10: 0xc0}.get(n, 0)
+    return bytes(buf)
+
+
+def tf_slice_key(name: str, extents: Sequence[tuple[int, int]]) -> bytes:
+    """TF's ``checkpoint::EncodeTensorNameSlice``: the key of a slice's data entry
+    (a length of -1 for a whole dimension)."""
+    enc = b"".join(b"\x00\xff" if c == 0 else b"\xff\x00" if c == 255 else bytes([c])
+                   for c in name.encode())
+    out = _ordered_num(0) + enc + b"\x00\x01" + _ordered_num(len(extents))
+    return out + b"".join(_ordered_signed(s) + _ordered_signed(n) for s, n in extents)
+
+
+class _TFBundle(_Bundle):
+    """A checkpoint TensorFlow wrote (a tensor bundle: a table of BundleEntryProto and
+    raw data files), presented as flowrt entries; sliced tensors as slice entries."""
+
+    _crc = staticmethod(_masked_crc32c)
+
+    def __init__(self, index_path: str, data: bytes, dirname: str, base: str):
+        """Parse the table and its header; check the data files exist with room for
+        every entry.
+
+        :raises DataLossError: a malformed table or entry
+        """
+        self.index_path = index_path
+        self._header_ok = set()
+        try:
+            rows = self._rows(data)
+            header = _proto_fields(rows.pop(b""))
+        except (IndexError, KeyError, ValueError, struct.error) as e:
+            raise errors.DataLossError(None, None, f"Checkpoint index file {index_path} is "
+                                       f"corrupted: {e!r}") from None
+        if header.get(2, [0])[0] != 0:
+            raise errors.UnimplementedError(None, None, f"{index_path}: big-endian "
+                                            "TensorFlow checkpoints are not supported")
+        nshards = header.get(1, [1])[0]
+        self.filenames = [data_filename(base, k, nshards) for k in range(nshards)]
+        self.shards = []
+        for n in self.filenames:
+            path = os.path.join(dirname, n)
+            try:
+                self.shards.append((path, os.path.getsize(path)))
+            except OSError as e:
+                raise _os_error(e, f"Checkpoint data file {path} (named by {index_path})"
+                                ) from None
+        self.entries = {}
+        for key, value in rows.items():
+            if key.startswith(b"\x00"):
+                continue  # a slice's data: reached from its tensor's entry
+            name = key.decode("utf-8", "replace")
+            e = self._entry(name, _proto_fields(value))
+            slices = _proto_fields(value).get(7, [])
+            if not slices:
+                self.entries[name] = e
+                continue
+            full = [int(d.size) for d in e.shape.dim]
+            for sl in slices:
+                raw = [_proto_fields(x) for x in _proto_fields(sl).get(1, [])]
+                raw += [{}] * (len(full) - len(raw))
+                key_ext = [(x.get(1, [0])[0], x[2][0] if 2 in x else -1) for x in raw]
+                ext = [(s, n if n >= 0 else d) for (s, n), d in zip(key_ext, full)]
+                piece = rows.get(tf_slice_key(name, key_ext))
+                if piece is None:
+                    raise errors.DataLossError(None, None, f"Checkpoint index file "
+                                               f"{index_path} lacks slice "
+                                               f"{slice_spec(full, ext)} of '{name}'")
+                sk = slice_key(name, full, ext)
+                self.entries[sk] = self._entry(sk, _proto_fields(piece))
+
+    @staticmethod
+    def _rows(data: bytes) -> dict[bytes, bytes]:
+        if len(data) < 48 or struct.unpack_from("<Q", data, len(data) - 8)[0] != _TABLE_MAGIC:
+            raise ValueError("not a table: bad magic number")
+        pos = len(data) - 48
+        _, pos = _varint(data, pos)
+        _, pos = _varint(data, pos)
+        off, pos = _varint(data, pos)
+        size, pos = _varint(data, pos)
+        rows: dict[bytes, bytes] = {}
+        for _, handle in _table_block(data, off, size):
+            boff, p = _varint(handle, 0)
+            bsize, _ = _varint(handle, p)
+            rows.update(_table_block(data, boff, bsize))
+        return rows
+
+    def _entry(self, name: str, f: dict[int, list[Any]]) -> Any:
+        e = _pb().CheckpointEntry(name=name, dtype=f.get(1, [0])[0], shard=f.get(3, [0])[0],
+                                  offset=f.get(4, [0])[0], size=f.get(5, [0])[0],
+                                  crc32=f.get(6, [0])[0])
+        shape = _proto_fields(f.get(2, [b""])[0])
+        for d in shape.get(2, []):
+            e.shape.dim.add(size=_proto_fields(d).get(1, [0])[0])
+        dt = _dt.as_dtype(int(e.dtype))
+        if dt is _dt.string:
+            raise errors.UnimplementedError(None, None, f"{self.index_path}: string tensor "
+                                            f"'{name}' of a TensorFlow checkpoint cannot be "
+                                            "read")
+        if not 0 <= e.shard < len(self.shards) or e.offset + e.size > self.shards[e.shard][1]:
+            raise errors.DataLossError(None, None, f"Checkpoint index file {self.index_path}"
+                                       f" is corrupted: tensor '{name}' lies outside its "
+                                       "data file")
+        return e
+
+    def verify(self) -> None:
+        """Check every tensor against its CRC-32C."""
+        self.read(list(self.entries.values()))
+
+    def _open_data(self, shard: int) -> tuple[BinaryIO, str]:
+        path = self.shards[shard][0]
+        try:
+            return open(path, "rb"), path
+        except OSError as e:
+            raise _os_error(e, f"cannot read checkpoint data file {path}") from None
+
+
+def _tf_bundle(prefix: str) -> _TFBundle | None:
+    """The TensorFlow checkpoint at ``prefix``; None when its index is not TF's."""
+    path = index_filename(prefix)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None  # _read_index reports it
+    if data[:len(INDEX_MAGIC)] == INDEX_MAGIC or len(data) < 48 or \
+            struct.unpack_from("<Q", data, len(data) - 8)[0] != _TABLE_MAGIC:
+        return None
+    return _TFBundle(path, data, os.path.dirname(prefix), os.path.basename(prefix))
 
 
 def _pending_indexes(prefix: str) -> list[tuple[str, str]]:
@@ -1010,6 +1359,90 @@ def _open_bundle(prefix: str) -> _Bundle:
     raise err
 
 
+class _SavedVar:
+    """One tensor of a checkpoint as readers see it: a whole entry, or the slice
+    entries (``pieces``: entry and extents) it was saved as."""
+
+    def __init__(self, name: str, dtype: _dt.DType, shape: Sequence[int],
+                 pieces: list[tuple[Any, Extents | None]]):
+        self.name = name
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self.pieces = pieces
+
+    def plan(self, spec: str) -> tuple["_SavedVar", list[tuple[Any, Extents | None, Extents]],
+                                       Extents]:
+        """What to read for ``spec``: the entries overlapping it, each with its extents
+        (None: a whole entry) and the overlap; and the extents wanted.
+
+        :raises InvalidArgumentError: ``spec``'s full shape is not this tensor's
+        :raises NotFoundError: the saved slices do not cover the requested one
+        """
+        if not spec:
+            want = [(0, d) for d in self.shape]
+        else:
+            full, want = parse_shape_and_slice(spec, self.name)
+            if tuple(full) != self.shape:
+                raise errors.InvalidArgumentError(
+                    None, None, f"tensor_name = {self.name}; shape in shape_and_slice spec "
+                    f"{full} does not match the shape stored in checkpoint: "
+                    f"{list(self.shape)}")
+        need = int(np.prod([n for _, n in want], dtype=np.int64))
+        picked, got = [], 0
+        for entry, ext in self.pieces:
+            over = want if ext is None else _overlap(ext, want)
+            if over is None and need:
+                continue
+            picked.append((entry, ext, over or want))
+            got += int(np.prod([n for _, n in over or want], dtype=np.int64))
+        if need and got < need:
+            raise errors.NotFoundError(None, None, f"The slice {slice_spec(self.shape, want)}"
+                                       f" of tensor '{self.name}' is not covered by the "
+                                       "slices saved in the checkpoint")
+        return self, picked, want
+
+    def assemble(self, want: Extents, picked: list[tuple[Any, Extents | None, Extents]],
+                 arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """The slice ``want`` of this tensor from the ``arrays`` read for ``picked``."""
+        if len(picked) == 1 and picked[0][1] is None and \
+                list(want) == [(0, d) for d in self.shape]:
+            return arrays[0]
+        out = np.empty([n for _, n in want], dtype=arrays[0].dtype if arrays else
+                       (object if self.dtype is _dt.string else self.dtype.np))
+        for (_, ext, over), arr in zip(picked, arrays):
+            base = ext if ext is not None else [(0, d) for d in self.shape]
+            src = tuple(slice(s - b, s - b + n) for (s, n), (b, _) in zip(over, base))
+            dst = tuple(slice(s - w, s - w + n) for (s, n), (w, _) in zip(over, want))
+            out[dst] = arr[src]
+        return out
+
+
+def _variables_of(entries: dict[str, Any], index_path: str) -> dict[str, _SavedVar]:
+    """The tensors an index's entries make up: whole entries as they are, slice entries
+    (see :func:`slice_key`) gathered under the name of the tensor they slice.
+
+    :raises DataLossError: slices disagreeing with each other or with a whole entry
+    """
+    out: dict[str, _SavedVar] = {}
+    sliced: dict[str, list[tuple[Any, list[int], Extents]]] = {}
+    for key, e in entries.items():
+        parts = split_slice_key(key)
+        dtype = _dt.as_dtype(int(e.dtype))
+        if parts is None:
+            out[key] = _SavedVar(key, dtype, [int(d.size) for d in e.shape.dim], [(e, None)])
+        else:
+            sliced.setdefault(parts[0], []).append((e, parts[1], parts[2]))
+    for name, pieces in sliced.items():
+        e0, full, _ = pieces[0]
+        dtype = _dt.as_dtype(int(e0.dtype))
+        if name in out or any(f != full or int(e.dtype) != int(e0.dtype)
+                              for e, f, _ in pieces):
+            raise errors.DataLossError(None, None, f"Checkpoint index file {index_path} is "
+                                       f"corrupted: the slices of tensor '{name}' disagree")
+        out[name] = _SavedVar(name, dtype, full, [(e, ext) for e, _, ext in pieces])
+    return out
+
+
 #: How often CheckpointReader.read re-opens a prefix that saves keep replacing.
 _READ_ATTEMPTS = 4
 
@@ -1038,6 +1471,7 @@ class CheckpointReader:
     def _load(self) -> None:
         self._opened_state = _index_state(self._prefix)
         self._bundle = _open_bundle(self._prefix)
+        self._vars = _variables_of(self._bundle.entries, self._bundle.index_path)
 
     @property
     def _index_path(self) -> str:
@@ -1058,10 +1492,11 @@ class CheckpointReader:
 
     def has_tensor(self, tensor_str: Any) -> bool:
         """Whether the checkpoint holds a tensor of that name."""
-        return _name(tensor_str) in self._entries
+        return _name(tensor_str) in self._vars
 
     def get_tensor(self, tensor_str: Any) -> Any:
-        """The saved value (a numpy array; a numpy scalar or bytes for scalars).
+        """The saved value (a numpy array; a numpy scalar or bytes for scalars); a
+        tensor saved as slices is put together whole.
 
         :raises NotFoundError: ``Key <name> not found in checkpoint``
         :raises DataLossError: the stored bytes fail their checksum
@@ -1071,44 +1506,52 @@ class CheckpointReader:
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
         """``{name: shape as a list of ints}`` for every saved tensor."""
-        return {n: [int(d.size) for d in e.shape.dim] for n, e in self._entries.items()}
+        return {n: list(v.shape) for n, v in self._vars.items()}
 
     def get_variable_to_dtype_map(self) -> dict[str, _dt.DType]:
         """``{name: DType}`` for every saved tensor."""
-        return {n: _dt.as_dtype(int(e.dtype)) for n, e in self._entries.items()}
+        return {n: v.dtype for n, v in self._vars.items()}
 
     def debug_string(self) -> bytes:
         """One line per tensor: ``name (dtype) [shape]``."""
         lines = []
-        for n in sorted(self._entries):
-            e = self._entries[n]
-            dims = ",".join(str(d.size) for d in e.shape.dim)
-            lines.append(f"{n} ({_dt.as_dtype(int(e.dtype)).name}) [{dims}]")
+        for n in sorted(self._vars):
+            v = self._vars[n]
+            lines.append(f"{n} ({v.dtype.name}) [{','.join(str(d) for d in v.shape)}]")
         return ("\n".join(lines) + "\n").encode() if lines else b""
 
     # -- flowrt extras ------------------------------------------------------------------
     def keys(self) -> list[str]:
-        return sorted(self._entries)
+        return sorted(self._vars)
 
     def dtype(self, name: str) -> _dt.DType:
-        return _dt.as_dtype(int(self._entry(name).dtype))
+        return self._var(name).dtype
 
     def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(int(d.size) for d in self._entry(name).shape.dim)
+        return self._var(name).shape
 
-    def _entry(self, name: str) -> Any:
-        e = self._entries.get(name)
-        if e is None:
+    def _var(self, name: str) -> "_SavedVar":
+        v = self._vars.get(name)
+        if v is None:
             raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint")
-        return e
+        return v
 
-    def read(self, names: Sequence[str]) -> list[np.ndarray]:
+    def read(self, names: Sequence[str], slices: Sequence[str] | None = None
+             ) -> list[np.ndarray]:
         """Read and verify several tensors (arrays, never scalars), opening each data
-        file once. All come from one index: after a retry, all from the new one."""
+        file once. All come from one index: after a retry, all from the new one.
+
+        :param slices: per name ``""`` (the whole tensor) or a TF ``shape_and_slice``
+            spec: that slice of it, from a whole tensor or from the slices it was saved as
+        :raises InvalidArgumentError: a spec whose full shape is not the saved one
+        :raises NotFoundError: the saved slices do not cover the requested one
+        """
+        specs = list(slices) if slices else [""] * len(names)
         for attempt in range(_READ_ATTEMPTS):
-            entries = [self._entry(n) for n in names]
+            plans = [self._var(n).plan(spec) for n, spec in zip(names, specs)]
+            entries = [e for plan in plans for e, _, _ in plan[1]]
             try:
-                return self._bundle.read(entries)
+                arrays = self._bundle.read(entries)
             except (errors.DataLossError, errors.NotFoundError):
                 # Data that no longer matches the index we opened is expected only when
                 # a save to this prefix ran meanwhile: then re-open, else it is damage.
@@ -1119,11 +1562,17 @@ class CheckpointReader:
                 pending = _pending_indexes(self._prefix)
                 if not pending and _index_state(self._prefix) == self._opened_state:
                     raise
-            self._load()
+                self._load()
+                continue
+            out, k = [], 0
+            for (var, pieces, want), n in zip(plans, names):
+                out.append(var.assemble(want, pieces, arrays[k:k + len(pieces)]))
+                k += len(pieces)
+            return out
         raise AssertionError("unreachable")
 
     def __repr__(self) -> str:
-        return f"<CheckpointReader {self._prefix} ({len(self._entries)} tensors)>"
+        return f"<CheckpointReader {self._prefix} ({len(self._vars)} tensors)>"
 
 
 def _name(x: Any) -> str:

@@ -79,7 +79,8 @@ class SaveSpec:
     """One tensor a :class:`SaveableObject` saves (TF's ``SaveSpec``).
 
     :param tensor: the tensor to save, or a callable returning it
-    :param slice_spec: ``""`` (slices are not supported)
+    :param slice_spec: ``""`` for a whole tensor, else TF's spec of the slice of the
+        tensor ``name`` this one is (``"4 2 0,2:0,2"``)
     :param name: the key in the checkpoint
     :param dtype: required when ``tensor`` is a callable
     :param device: defaults to the tensor's device
@@ -149,10 +150,13 @@ def _tensor_comes_from_variable(v: Any) -> bool:
 
 
 def op_list_to_dict(op_list: Any) -> dict[str, Any]:
-    """Name each variable of a list by its op name (TF's ``op_list_to_dict``).
+    """Name each variable of a list by its op name (TF's ``op_list_to_dict``): a
+    PartitionedVariable under its name (as the list of its parts), and variables that
+    are slices of a larger one (a save-slice info) gathered under its full name.
 
     :raises TypeError: for something that is not a variable
-    :raises ValueError: when two variables have the same name
+    :raises ValueError: when two variables have the same name, or slices and a whole
+        variable share one
     """
     if not isinstance(op_list, (list, tuple, set)):
         raise TypeError(f"Variables to save should be passed in a dict or a list: {op_list}")
@@ -170,6 +174,19 @@ def op_list_to_dict(op_list: Any) -> dict[str, Any]:
         if isinstance(var, SaveableObject):
             out[var.name] = var
             continue
+        if hasattr(var, "_get_variable_list"):  # a PartitionedVariable
+            if var.name in out:
+                raise ValueError(f"At least two variables have the same name: {var.name}")
+            out[var.name] = list(var._get_variable_list())
+            continue
+        info = var._get_save_slice_info() if isinstance(var, Variable) else None
+        if info is not None:
+            have = out.setdefault(info.full_name, [])
+            if not isinstance(have, list):
+                raise ValueError("Mixing slices and non-slices with the same name: "
+                                 f"{info.full_name}")
+            have.append(var)
+            continue
         if not isinstance(var, Variable):
             if isinstance(var, Tensor) or hasattr(var, "_as_graph_element"):
                 var = convert_to_tensor(var, as_ref=True)
@@ -183,12 +200,32 @@ def op_list_to_dict(op_list: Any) -> dict[str, Any]:
 
 
 def saveable_objects_for_op(op: Any, name: str) -> list[SaveableObject]:
-    """The saveables for one entry of a Saver's name map."""
+    """The saveables for one entry of a Saver's name map: one per part, with its slice
+    spec, for a list of slices or a PartitionedVariable.
+
+    :raises ValueError: a list whose members are not slices of one variable
+    :raises TypeError: for something that is not a variable
+    """
     if isinstance(op, SaveableObject):
         return [op]
+    if hasattr(op, "_get_variable_list"):
+        op = list(op._get_variable_list())
     if isinstance(op, (list, tuple)):
-        raise NotImplementedError("partitioned variables (a list under one name) cannot be "
-                                  f"saved yet: {name}")
+        out: list[SaveableObject] = []
+        slice_name = None
+        for variable in op:
+            if not isinstance(variable, Variable):
+                raise ValueError(f"Slices must all be Variables: {variable}")
+            info = variable._get_save_slice_info()
+            if info is None:
+                raise ValueError(f"Slices must all be slices: {variable}")
+            if slice_name is None:
+                slice_name = info.full_name
+            elif slice_name != info.full_name:
+                raise ValueError(f"Slices must all be from the same tensor: {slice_name} "
+                                 f"!= {info.full_name}")
+            out.append(ReferenceVariableSaveable(variable._ref(), info.spec, name))
+        return out
     if isinstance(op, Variable):
         variable = op._ref()
     else:

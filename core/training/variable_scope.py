@@ -9,6 +9,7 @@ names, the reuse mode and defaults (initializer, regularizer, dtype ...) for
 """
 from __future__ import annotations
 
+import collections.abc as _abc
 import contextlib
 import copy
 import enum
@@ -23,6 +24,7 @@ from ..base import dtypes as _dt
 from ..framework.graph import (GraphKeys, _graph_from_inputs, api_function, colocate_with,
                                convert_to_tensor, get_default_graph, name_scope)
 from ..base.tensor_shape import as_shape
+from .partitioned import get_partitioned_variable
 from .variables import Variable
 
 __all__ = ["AUTO_REUSE", "VariableScope", "variable_scope", "get_variable_scope",
@@ -79,6 +81,7 @@ class _VariableStore:
 
     def __init__(self) -> None:
         self._vars: dict[str, Any] = {}
+        self._partitioned_vars: dict[str, Any] = {}
         self._origins: dict[str, str] = {}
         self._lock = threading.RLock()
 
@@ -104,21 +107,33 @@ class _VariableStore:
                         validate_shape: bool = True, use_resource: bool | None = None,
                         constraint: Callable | None = None, synchronization: Any = None,
                         aggregation: Any = None) -> Any:
-            """The getter a custom getter wraps: get or create one unpartitioned variable.
+            """The getter a custom getter wraps: get or create one variable, or a
+            :class:`~flowrt.training.partitioned.PartitionedVariable` with a partitioner.
 
-            :raises ValueError: if ``partitioner`` is not callable
-            :raises NotImplementedError: if a partitioner is given for a non-scalar variable
-                (flowrt has no partitioned variables)
+            :raises ValueError: if ``partitioner`` is not callable, or a partitioned
+                variable of that name exists and this one is not (or the reverse)
             """
-            is_scalar = isinstance(shape, (list, tuple)) and not shape
+            is_scalar = isinstance(shape, _abc.Sequence) and not shape
+            single = {"regularizer": regularizer, "trainable": trainable,
+                      "collections": collections, "caching_device": caching_device,
+                      "validate_shape": validate_shape, "use_resource": use_resource,
+                      "constraint": constraint}
             if partitioner is not None and not is_scalar:
                 if not callable(partitioner):
                     raise ValueError(f"Partitioner must be callable, but received: "
                                      f"{partitioner}")
-                raise NotImplementedError(
-                    f"Partitioned variables are not supported by flowrt: variable {name} "
-                    f"was requested with partitioner {partitioner!r}. Create it without a "
-                    "partitioner (set the scope's partitioner to None).")
+                with name_scope(None):
+                    return get_partitioned_variable(
+                        self, name, partitioner, shape=shape, dtype=dtype,
+                        initializer=initializer, reuse=reuse, **single)
+            if reuse is True and partitioner is None and name in self._partitioned_vars:
+                return get_partitioned_variable(self, name, None, shape=shape, dtype=dtype,
+                                                initializer=initializer, reuse=reuse,
+                                                **single)
+            if f"{name}/part_0" in self._vars:
+                raise ValueError("No partitioner was provided, but a partitioned version of "
+                                 f"the variable was found: {name}/part_0. Perhaps a variable "
+                                 "of the same name was already created with partitioning?")
             return self._get_single_variable(
                 name, shape=shape, dtype=dtype, initializer=initializer,
                 regularizer=regularizer, reuse=reuse, trainable=trainable,
@@ -702,7 +717,8 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
 
     :raises ValueError: the variable exists and reuse is off, does not exist and reuse
         is True, or its shape/dtype conflicts with the existing one
-    :raises NotImplementedError: for a ``partitioner``
+    With a ``partitioner`` (here or on the scope) a non-scalar variable is made of
+    slices ``<name>/part_<i>`` and returned as a ``PartitionedVariable``.
     """
     return get_variable_scope().get_variable(
         _get_default_variable_store(), name, shape=shape, dtype=dtype,

@@ -6,23 +6,162 @@ in its device's resource manager, an ``Assign`` node (its initializer) and an
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+import enum
+import functools
+from typing import Any, Callable, Iterator, Sequence
 
 from ..base import dtypes as _dt
 from ..framework.graph import (GraphKeys, Operation, Tensor, api_function, apply_op, control_dependencies,
                                convert_to_tensor, get_default_graph, name_scope,
                                register_tensor_conversion_function)
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
+from ..framework.indexed_slices import IndexedSlices
 
 __all__ = ["Variable", "global_variables", "trainable_variables", "local_variables",
            "model_variables", "all_variables", "global_variables_initializer",
            "local_variables_initializer", "variables_initializer",
            "initialize_all_variables", "initialize_local_variables",
            "initialize_variables", "is_variable_initialized",
-           "report_uninitialized_variables", "assert_variables_initialized"]
+           "report_uninitialized_variables", "assert_variables_initialized",
+           "VariableAggregation", "VariableSynchronization", "SaveSliceInfo",
+           "variable_creator_scope"]
 
 
-class Variable:
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable is aggregated (``tf.VariableSynchronization``);
+    accepted by ``tf.Variable`` / ``tf.get_variable`` and recorded, as TF 1.15 does
+    outside distribution strategies."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """How a distributed variable's updates are combined (``tf.VariableAggregation``,
+    TF 1.15's V1 enum with ``ONLY_FIRST_TOWER``)."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3  # alias of ONLY_FIRST_REPLICA, as in TF 1.15
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def _check_sync_agg(synchronization: Any, aggregation: Any, trainable: bool | None
+                    ) -> tuple[Any, Any, bool | None]:
+    """Validate ``synchronization``/``aggregation`` as TF's ``validate_synchronization_
+    aggregation_trainable`` does; ON_READ variables are not trainable by default.
+
+    :raises ValueError: for values of the wrong enum, or ON_READ with trainable=True
+    """
+    if aggregation is None:
+        aggregation = VariableAggregation.NONE
+    elif not isinstance(aggregation, VariableAggregation):
+        try:
+            aggregation = VariableAggregation(aggregation)
+        except ValueError:
+            raise ValueError(f"Invalid variable aggregation mode: {aggregation} for "
+                             "variable") from None
+    if synchronization is None:
+        synchronization = VariableSynchronization.AUTO
+    else:
+        try:
+            synchronization = VariableSynchronization(synchronization)
+        except ValueError:
+            raise ValueError(f"Invalid variable synchronization mode: {synchronization} "
+                             "for variable") from None
+    if trainable is None:
+        trainable = synchronization != VariableSynchronization.ON_READ
+    elif trainable and synchronization == VariableSynchronization.ON_READ:
+        raise ValueError("Synchronization value can be set to "
+                         "VariableSynchronization.ON_READ only for non-trainable variables. "
+                         "You have specified trainable=True and "
+                         "synchronization=VariableSynchronization.ON_READ.")
+    return synchronization, aggregation, trainable
+
+
+class SaveSliceInfo:
+    """Where a variable sits in a larger one it is a slice of (TF's
+    ``Variable.SaveSliceInfo``): a Saver saves it under ``full_name`` with :attr:`spec`.
+
+    :param full_name: the name of the full variable
+    :param full_shape: the full variable's shape (list of int)
+    :param var_offset: this slice's offset in it (list of int)
+    :param var_shape: this slice's shape (list of int)
+    :param save_slice_info_def: a ``SaveSliceInfoDef``-like message to read the fields
+        from instead (flowrt's meta graph protos do not carry one)
+    """
+
+    def __init__(self, full_name: str | None = None, full_shape: Any = None,
+                 var_offset: Any = None, var_shape: Any = None,
+                 save_slice_info_def: Any = None, import_scope: str | None = None):
+        if save_slice_info_def is not None:
+            name = save_slice_info_def.full_name
+            self.full_name = f"{import_scope}/{name}" if import_scope else name
+            self.full_shape = list(save_slice_info_def.full_shape)
+            self.var_offset = list(save_slice_info_def.var_offset)
+            self.var_shape = list(save_slice_info_def.var_shape)
+        else:
+            self.full_name = full_name
+            self.full_shape = full_shape
+            self.var_offset = var_offset
+            self.var_shape = var_shape
+
+    @property
+    def spec(self) -> str:
+        """The slice spec a Saver writes: ``"<full shape> <offset>,<len>:..."``."""
+        full = " ".join(f"{d:d}" for d in self.full_shape) + " "
+        return full + ":".join(f"{o:d},{n:d}" for o, n in zip(self.var_offset,
+                                                            self.var_shape))
+
+    def __repr__(self) -> str:
+        return f"SaveSliceInfo({self.full_name!r}, {self.spec!r})"
+
+
+class _VariableMeta(type):
+    """Routes ``tf.Variable(...)`` through the graph's variable creators
+    (:func:`variable_creator_scope`), innermost scope first, as TF's metaclass does."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        stack = get_default_graph().__dict__.get("_variable_creator_stack")
+        if cls is not Variable or not stack:
+            return super().__call__(*args, **kwargs)
+        names = ("initial_value", "trainable", "collections", "validate_shape",
+                 "caching_device", "name", "variable_def", "dtype", "expected_shape",
+                 "import_scope", "constraint", "use_resource", "synchronization",
+                 "aggregation", "shape")
+        kwargs.update(zip(names, args))
+
+        def base(**kw: Any) -> Any:
+            return type.__call__(cls, **kw)
+
+        getter = base
+        for creator in stack:
+            getter = functools.partial(creator, getter)
+        return getter(**kwargs)
+
+
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator: Callable[..., Any]) -> Iterator[None]:
+    """Within the block, ``tf.Variable(**kwargs)`` calls
+    ``variable_creator(next_creator, **kwargs)`` (``tf.variable_creator_scope``); the
+    innermost creator is called first and ``next_creator`` leads to the default one."""
+    g = get_default_graph()
+    stack = g.__dict__.setdefault("_variable_creator_stack", [])
+    stack.append(variable_creator)
+    try:
+        yield
+    finally:
+        stack.remove(variable_creator)
+
+
+class Variable(metaclass=_VariableMeta):
     """A TF1 ``tf.Variable``: persistent state shared by every step and session on the
     same target.
 
@@ -61,8 +200,10 @@ class Variable:
             return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
-        if trainable is None:
-            trainable = True
+        synchronization, aggregation, trainable = _check_sync_agg(
+            synchronization, aggregation, trainable)
+        self._synchronization = synchronization
+        self._aggregation = aggregation
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]
         if not isinstance(collections, (list, tuple, set)):
@@ -149,6 +290,8 @@ class Variable:
         self._constraint = None
         self._caching_device = None
         self._save_slice_info = None
+        self._synchronization = VariableSynchronization.AUTO
+        self._aggregation = VariableAggregation.NONE
 
     def to_proto(self, export_scope: str | None = None) -> Any:
         """This variable as a ``VariableDef`` (names relative to ``export_scope``)."""
@@ -210,8 +353,25 @@ class Variable:
         return self._constraint
 
     @property
+    def synchronization(self) -> VariableSynchronization:
+        return self._synchronization
+
+    @property
+    def aggregation(self) -> VariableAggregation:
+        return self._aggregation
+
+    @property
     def initializer(self) -> Operation:
         return self._initializer_op
+
+    # -- slices of a partitioned variable ---------------------------------------------
+    SaveSliceInfo = SaveSliceInfo
+
+    def _set_save_slice_info(self, save_slice_info: SaveSliceInfo) -> None:
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self) -> SaveSliceInfo | None:
+        return self._save_slice_info
 
     @property
     def initial_value(self) -> Tensor:
@@ -268,6 +428,29 @@ class Variable:
         t = apply_op("AssignSub", name=name, ref=self._variable, value=delta,
                      use_locking=use_locking)
         return t if read_value else t.op
+
+    def _scatter(self, api: str, sparse_delta: Any, use_locking: bool,
+                 name: str | None) -> Tensor:
+
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
+        return api_function(api)(self._variable, sparse_delta.indices, sparse_delta.values,
+                                 use_locking=use_locking, name=name)
+
+    def scatter_add(self, sparse_delta: Any, use_locking: bool = False,
+                    name: str | None = None) -> Tensor:
+        """Add the rows of the IndexedSlices ``sparse_delta`` to this variable."""
+        return self._scatter("scatter_add", sparse_delta, use_locking, name)
+
+    def scatter_sub(self, sparse_delta: Any, use_locking: bool = False,
+                    name: str | None = None) -> Tensor:
+        """Subtract the rows of the IndexedSlices ``sparse_delta`` from this variable."""
+        return self._scatter("scatter_sub", sparse_delta, use_locking, name)
+
+    def scatter_update(self, sparse_delta: Any, use_locking: bool = False,
+                       name: str | None = None) -> Tensor:
+        """Set the rows of this variable named by the IndexedSlices ``sparse_delta``."""
+        return self._scatter("scatter_update", sparse_delta, use_locking, name)
 
     def set_shape(self, shape: Any) -> None:
         self._variable.set_shape(shape)

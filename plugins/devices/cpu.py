@@ -8,18 +8,27 @@ worker that discovers the devices, sets the number of threads numpy's BLAS uses 
 one op, for the whole process (as TF's intra-op pool is per process). Several busy tasks
 on one machine want 1: BLAS threads that spin between calls otherwise take the cores
 from the other processes.
+
+Small matrix products (a GEMM under :data:`SMALL_GEMM_FLOPS` multiply-adds) run with
+BLAS on one thread whatever the setting (:meth:`CPUDevice.single_threaded_blas`): on a
+product that small, waking and joining BLAS threads costs more than it saves, and on
+a loaded machine (more runnable threads than cores) it costs 10-30x the product itself.
 """
 from __future__ import annotations
 
+import ctypes
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from flowrt.device import Device, DeviceType
 from flowrt.hookspecs import hookimpl
 
-__all__ = ["CPUDevice", "flowrt_device_types", "set_blas_threads"]
+__all__ = ["CPUDevice", "flowrt_device_types", "set_blas_threads", "SMALL_GEMM_FLOPS"]
+
+#: GEMMs with fewer multiply-adds (m * k * n) than this run with BLAS on one thread
+SMALL_GEMM_FLOPS = 1 << 24
 
 
 class CPUDevice(Device):
@@ -42,6 +51,26 @@ class CPUDevice(Device):
             return value  # same address space; arrays are never mutated in place
         return src.to_host(value)
 
+    def single_threaded_blas(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` run with numpy's BLAS on one thread (``fn`` itself when BLAS already
+        uses one, or when no OpenBLAS is found). Kernels use it for small GEMMs."""
+        blas = _blas()
+        if blas is None:
+            return fn
+        setn = blas[0]
+
+        def call(*args: Any) -> Any:
+            n = _blas_threads[0]
+            if n <= 1:
+                return fn(*args)
+            setn(1)
+            try:
+                return fn(*args)
+            finally:
+                setn(n)
+
+        return call
+
 
 def _host_memory() -> int:
     try:
@@ -54,11 +83,31 @@ _BLAS_SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64
                    "scipy_openblas_set_num_threads", "openblas_set_num_threads64_")
 
 
-def set_blas_threads(n: int) -> bool:
-    """Set the thread count of the OpenBLAS library numpy loaded (Linux; the symbol
-    names of plain and numpy-wheel builds). Returns False when no OpenBLAS is found."""
-    import ctypes
+_BLAS_GET_NAMES = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
+                   "scipy_openblas_get_num_threads", "openblas_get_num_threads64_")
+#: (set, get) of the OpenBLAS numpy loaded, once looked up (None: none found)
+_blas_fns: list[Any] = []
+#: the thread count BLAS runs with outside single-threaded calls
+_blas_threads = [1]
 
+
+def _blas() -> tuple[Callable[[int], Any], Callable[[], int]] | None:
+    """The set/get thread-count functions of numpy's OpenBLAS (looked up once)."""
+    if not _blas_fns:
+        found = None
+        for lib in _openblas_libs():
+            setn = next((getattr(lib, n) for n in _BLAS_SET_NAMES if hasattr(lib, n)), None)
+            getn = next((getattr(lib, n) for n in _BLAS_GET_NAMES if hasattr(lib, n)), None)
+            if setn is not None and getn is not None:
+                found = (setn, getn)
+                _blas_threads[0] = int(getn())
+                break
+        _blas_fns.append(found)
+    return _blas_fns[0]
+
+
+def _openblas_libs() -> list[Any]:
+    """The OpenBLAS shared libraries loaded in this process (Linux)."""
     paths: set[str] = set()
     try:
         with open("/proc/self/maps", encoding="utf-8") as f:
@@ -68,19 +117,30 @@ def set_blas_threads(n: int) -> bool:
                         ".so" in parts[-1]:
                     paths.add(parts[-1])
     except OSError:
-        return False
-    done = False
+        return []
+    libs = []
     for path in sorted(paths):
         try:
-            lib = ctypes.CDLL(path)
+            libs.append(ctypes.CDLL(path))
         except OSError:
             continue
+    return libs
+
+
+def set_blas_threads(n: int) -> bool:
+    """Set the thread count of the OpenBLAS library numpy loaded (Linux; the symbol
+    names of plain and numpy-wheel builds). Returns False when no OpenBLAS is found."""
+    _blas()
+    done = False
+    for lib in _openblas_libs():
         for name in _BLAS_SET_NAMES:
             fn = getattr(lib, name, None)
             if fn is not None:
                 fn(int(n))
                 done = True
                 break
+    if done:
+        _blas_threads[0] = int(n)
     return done
 
 

@@ -66,7 +66,23 @@ _NN = """Relu Relu6 LeakyRelu Elu Selu Softplus Softsign Softmax LogSoftmax Bias
 SoftmaxCrossEntropyWithLogits SparseSoftmaxCrossEntropyWithLogits Conv2D MaxPool AvgPool
 SigmoidGrad TanhGrad SqrtGrad RsqrtGrad ReciprocalGrad InvGrad ReluGrad Relu6Grad EluGrad
 SeluGrad SoftplusGrad SoftsignGrad LeakyReluGrad BiasAddGrad Conv2DBackpropInput
-Conv2DBackpropFilter MaxPoolGrad MaxPoolGradGrad AvgPoolGrad""".split()
+Conv2DBackpropFilter MaxPoolGrad MaxPoolGradGrad AvgPoolGrad Conv3D Conv3DBackpropInput
+Conv3DBackpropFilter Conv3DBackpropInputV2 Conv3DBackpropFilterV2 DepthwiseConv2dNative
+DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter MaxPool3D AvgPool3D
+MaxPool3DGrad MaxPool3DGradGrad AvgPool3DGrad MaxPoolWithArgmax MaxPoolGradWithArgmax
+MaxPoolGradGradWithArgmax Dilation2D Dilation2DBackpropInput Dilation2DBackpropFilter
+FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3 FusedBatchNormGrad FusedBatchNormGradV2
+FusedBatchNormGradV3 LRN LRNGrad SpaceToBatchND BatchToSpaceND SpaceToBatch BatchToSpace
+SpaceToDepth DepthToSpace""".split()
+
+#: tf.linalg, segment reductions and special functions: kernels written against the
+#: device's array module (checked by tests/test_linalg_gpu.py on a GPU). Not the
+#: products (SegmentProd, UnsortedSegmentProd): CuPy has no multiply.at
+_MATH_EXTRA = """BesselI1e Bincount Cholesky Cross CumulativeLogsumexp Erfinv
+HistogramFixedWidth Igamma LogMatrixDeterminant Lu MatrixDeterminant MatrixExponential
+MatrixInverse MatrixSolve MatrixSolveLs MatrixSquareRoot MatrixTriangularSolve NextAfter Qr
+SegmentMax SegmentMean SegmentSum SelfAdjointEigV2 SparseSegmentMean Svd
+TridiagonalMatMul TridiagonalSolve UnsortedSegmentMin Xlog1py""".split()
 
 #: Ops whose GPU kernel is the CPU kernel run on host memory: random generators (so a
 #: seeded op gives the CPU's values on every device type, and an initializer colocated
@@ -79,7 +95,7 @@ _EXTRA_HOST = {"LinSpace": ("start", "stop")}
 
 #: Ops with a GPU kernel (the standard array-module kernel, wrapped), plus ``Const``.
 GPU_OPS: tuple[str, ...] = tuple(_UNARY + _BINARY + _REDUCE + _LINALG + _SHAPE + _IDENTITY
-                                 + _STATE + _NN)
+                                 + _STATE + _NN + _MATH_EXTRA)
 
 _NEVER = {"string", "resource", "variant"}
 _HOST_T = ("T", "dtype")

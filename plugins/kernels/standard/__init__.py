@@ -21,6 +21,7 @@ from . import random_ops  # noqa: F401,E402
 from . import logging_ops  # noqa: F401,E402
 from . import control_flow_ops  # noqa: F401,E402
 from . import control_flow_grad  # noqa: F401,E402
+from . import rnn_ops  # noqa: F401,E402
 from . import init_ops  # noqa: F401,E402
 from . import training_ops  # noqa: F401,E402
 from . import optimizers  # noqa: F401,E402
@@ -35,6 +36,18 @@ from . import extra_ops  # noqa: F401,E402
 from . import cluster_api  # noqa: F401,E402
 from . import server_api  # noqa: F401,E402
 from . import training_api  # noqa: F401,E402
+from . import linalg_ops  # noqa: F401,E402
+from . import special_math_ops  # noqa: F401,E402
+from . import nn_conv_ops  # noqa: F401,E402
+from . import nn_loss_ops  # noqa: F401,E402
+from . import image_ops  # noqa: F401,E402
+from . import sparse_ops  # noqa: F401,E402
+from . import string_ops  # noqa: F401,E402
+from . import modeling_api  # noqa: F401,E402
+from . import graph_api  # noqa: F401,E402
+from . import spectral_ops  # noqa: F401,E402
+from . import check_ops  # noqa: F401,E402
+from . import scatter_more_ops  # noqa: F401,E402
 from . import passes  # noqa: E402
 
 __all__ = ["ks", "flowrt_kernel_sets", "flowrt_graph_passes"]

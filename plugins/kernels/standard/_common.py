@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy as np
 
+from flowrt import errors
+
 from flowrt import dtypes
 from flowrt.graph import Tensor
 from flowrt.op_registry import KernelSet
@@ -119,3 +121,20 @@ def constant_value(t: Any) -> np.ndarray | None:
 
 def as_dtype_np(d: Any) -> Any:
     return dtypes.as_dtype(d).np
+
+
+def invalid(msg: str) -> errors.InvalidArgumentError:
+    """An ``InvalidArgumentError`` with ``msg`` (a kernel's bad-input error)."""
+    return errors.InvalidArgumentError(None, None, msg)
+
+
+def host_ints(a: Any) -> list[int]:
+    """The elements of an integer input as Python ints (a device array is read back)."""
+    if hasattr(a, "get"):  # cupy
+        a = a.get()
+    return [int(v) for v in np.asarray(a).reshape(-1).tolist()]
+
+
+def fmt_dims(shape: Any) -> str:
+    """``[2,3]``: a concrete shape as TF's kernel messages print it."""
+    return "[" + ",".join(str(int(v)) for v in shape) + "]"

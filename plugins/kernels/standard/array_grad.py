@@ -1,8 +1,10 @@
 """Gradients of the array ops (TF's ``array_grad.py``), and the ops they need.
 
-Gradient functions follow TensorFlow 1.15's formulas; gradients are dense tensors (no
-IndexedSlices): Gather's gradient is an ``UnsortedSegmentSum`` of the incoming gradient
-into a tensor of the params' shape. This module adds the ops those gradients emit, with
+Gradient functions follow TensorFlow 1.15's formulas. As in TF, the gradient of an axis-0
+gather (``Gather``, ``GatherV2`` with axis 0) with respect to its params is an
+``IndexedSlices`` (the incoming gradient's rows at the gathered indices); other gathers'
+gradients are dense, an ``UnsortedSegmentSum`` of the incoming gradient into a tensor of
+the params' shape. This module adds the ops those gradients emit, with
 TF's names and signatures so GraphDefs stay interchangeable: ``UnsortedSegmentSum``
 (also exported as ``tf.math.unsorted_segment_sum``), ``StridedSliceGrad`` and
 ``MirrorPadGrad``.
@@ -17,7 +19,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from flowrt import dtypes as _dt
-from flowrt.graph import Tensor, apply_op, convert_to_tensor, name_scope
+from flowrt.framework.indexed_slices import IndexedSlices
+from flowrt.graph import Tensor, apply_op, colocate_with, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
@@ -349,7 +352,7 @@ def _prevent_gradient_grad(op: Any, grad: Tensor) -> list[Any]:
 
 ks.not_differentiable(
     "StopGradient", "ZerosLike", "OnesLike", "Shape", "ShapeN", "Size", "Rank", "Range",
-    "LinSpace", "OneHot", "Where", "Unique", "UniqueWithCounts", "InvertPermutation",
+    "LinSpace", "OneHot", "Where", "Unique", "UniqueWithCounts", "ListDiff", "InvertPermutation",
     "BroadcastArgs", "UnravelIndex", "LowerBound", "UpperBound", "Const")
 
 
@@ -646,27 +649,31 @@ def _cast_int(v: Any, dtype: _dt.DType) -> Tensor:
     return _cast(v, dtype) if isinstance(v, Tensor) else _const(v, dtype)
 
 
-def _gather_grad_unknown_rank(params: Tensor, indices: Tensor, grad: Tensor) -> Tensor:
-    """Axis-0 gather gradient when ranks are unknown (TF's dynamic formula)."""
-    pshape = shape_tensor(params)
-    size = _expand_scalar(_size_tensor(indices))
-    tail = apply_op("StridedSlice", input=pshape, begin=_const([1]), end=_const([0]),
-                    strides=_const([1]), end_mask=1)
-    values = apply_op("Reshape", tensor=grad, shape=_concat([size, tail]))
-    ids = apply_op("Reshape", tensor=indices, shape=size)
-    n0 = apply_op("StridedSlice", input=pshape, begin=_const([0]), end=_const([1]),
-                  strides=_const([1]), shrink_axis_mask=1)
-    out = apply_op("UnsortedSegmentSum", data=values, segment_ids=ids, num_segments=n0)
-    out.set_shape(params.shape)
-    return out
+def _gather_grad_slices(params: Tensor, indices: Tensor, grad: Tensor) -> IndexedSlices:
+    """The axis-0 gather gradient as TF 1.15 builds it: an IndexedSlices of the
+    incoming gradient's rows (reshaped to ``[size(indices)] + params.shape[1:]``) at the
+    flattened indices, with the params' (int32) shape as its dense shape."""
+    with colocate_with(params):
+        pshape = shape_tensor(params)
+    size_t = _expand_scalar(_size_tensor(indices))
+    pd = static_shape(params)
+    n = indices.shape.num_elements()
+    if pd is not None and n is not None:
+        values_shape: Any = _const([n] + pd[1:])
+    else:
+        tail = apply_op("StridedSlice", input=pshape, begin=_const([1]), end=_const([0]),
+                        strides=_const([1]), end_mask=1)
+        values_shape = _concat([size_t, tail])
+    values = apply_op("Reshape", tensor=grad, shape=values_shape)
+    ids = apply_op("Reshape", tensor=indices,
+                   shape=_const([n]) if n is not None else size_t)
+    return IndexedSlices(values, ids, pshape)
 
 
 @_gradient("Gather")
 def _gather_grad(op: Any, grad: Tensor) -> list[Any]:
     params, indices = op.inputs
-    if params.shape.ndims is None or indices.shape.ndims is None:
-        return [_gather_grad_unknown_rank(params, indices, grad), None]
-    return [_gather_grad_dense(params, indices, grad, 0, 0), None]
+    return [_gather_grad_slices(params, indices, grad), None]
 
 
 @_gradient("GatherV2")
@@ -680,8 +687,8 @@ def _gather_v2_grad(op: Any, grad: Tensor) -> list[Any]:
             raise ValueError("Currently, it is unsupported to take the gradient of tf.gather "
                              "when batch_dims < 0 and the rank of the indices is unknown.")
         bd += ir
-    if av is not None and int(av) == 0 and bd == 0 and (pr is None or ir is None):
-        return [_gather_grad_unknown_rank(params, indices, grad), None, None]
+    if av is not None and int(av) == 0 and bd == 0:
+        return [_gather_grad_slices(params, indices, grad), None, None]
     if av is None or pr is None or ir is None:
         raise ValueError(f"The gradient of GatherV2 '{op.name}' needs a statically known "
                          "axis and statically known ranks of params and indices.")

@@ -2831,6 +2831,45 @@ def unique_with_counts(x: Any, out_idx: Any = _dt.int32, name: str | None = None
     return _UniqueWithCountsOutput(y, idx, count)
 
 
+ks.op(OpDef("ListDiff", inputs=["x: T", "y: T"], outputs=["out: T", "idx: out_idx"],
+            attrs=["T: type", "out_idx: {int32, int64} = DT_INT32"],
+            shape_fn=lambda op: [TensorShape([None]), TensorShape([None])],
+            doc="The elements of 1-D x not in 1-D y, in x's order, and their indices in x."))
+
+
+@_kernel("ListDiff")
+def _list_diff_kernel(ctx: Any) -> Callable:
+    idx_dtype = ctx.output_dtypes[1].np
+    xp = ctx.xp
+
+    def list_diff(x: Any, y: Any) -> Any:
+        if np.ndim(x) != 1:
+            raise _invalid(f"x should be a 1D vector, got shape {list(np.shape(x))}")
+        if np.ndim(y) != 1:
+            raise _invalid(f"y should be a 1D vector, got shape {list(np.shape(y))}")
+        hx = x.get() if hasattr(x, "get") else np.asarray(x)
+        hy = y.get() if hasattr(y, "get") else np.asarray(y)
+        keep = ~np.isin(hx, hy)
+        out, idx = hx[keep], np.flatnonzero(keep).astype(idx_dtype)
+        if xp is not np:
+            return xp.asarray(out), xp.asarray(idx)
+        return out, idx
+
+    return _string_safe(ctx, list_diff)
+
+
+_ListDiffOutput = collections.namedtuple("ListDiff", ["out", "idx"])
+
+
+@ks.api("setdiff1d", "listdiff")
+def setdiff1d(x: Any, y: Any, index_dtype: Any = _dt.int32, name: str | None = None
+              ) -> Any:
+    """The values of 1-D ``x`` that are not in 1-D ``y``, in the order they appear in
+    ``x`` (duplicates kept), and their positions in ``x`` (TF's ``ListDiff``)."""
+    out, idx = _apply("ListDiff", name=name, x=x, y=y, out_idx=_dt.as_dtype(index_dtype))
+    return _ListDiffOutput(out, idx)
+
+
 ks.op(OpDef("InvertPermutation", inputs=["x: T"], outputs=["y: T"],
             attrs=["T: {int32, int64} = DT_INT32"],
             shape_fn=lambda op: [TensorShape(_with_rank(_dims(op.inputs[0]), 1, op))],
@@ -3172,31 +3211,346 @@ def _diag_part_kernel(ctx: Any) -> Callable:
     return diag_part
 
 
+# ---------------------------------------------------------------------------------------
+# MatrixDiagV2/V3, MatrixDiagPartV2/V3, MatrixSetDiagV2/V3: bands of diagonals (k)
+# ---------------------------------------------------------------------------------------
+_ALIGNS = ("LEFT_RIGHT", "RIGHT_LEFT", "LEFT_LEFT", "RIGHT_RIGHT")
+
+
+def _diag_band(k: Any) -> tuple[int, int]:
+    """``(lower, upper)`` of a ``k`` value (a scalar or a vector of one or two)."""
+    v = np.asarray(k)
+    if v.ndim > 1 or v.size not in (1, 2):
+        raise _invalid("diag_index must be a scalar or vector with at most 2 elements")
+    flat = [int(x) for x in v.reshape(-1)]
+    lo, hi = flat[0], flat[-1]
+    if lo > hi:
+        raise _invalid(f"lower_diag_index must not be larger than upper_diag_index: {lo} > "
+                       f"{hi}")
+    return lo, hi
+
+
+def _static_band(op: Any, i: int) -> tuple[int, int] | None:
+    v = constant_value(op.inputs[i])
+    if v is None:
+        return None
+    try:
+        return _diag_band(v)
+    except errors.InvalidArgumentError as e:
+        raise _shape_error(op, e.message) from None
+
+
+def _diag_len(rows: int, cols: int, d: int) -> int:
+    return min(rows + min(0, d), cols - max(0, d))
+
+
+def _diag_offset(align: str, d: int, max_len: int, length: int) -> int:
+    """Where diagonal ``d``'s values start in its packed row under ``align``."""
+    sup_left = align in ("LEFT_LEFT", "LEFT_RIGHT")
+    sub_left = align in ("LEFT_LEFT", "RIGHT_LEFT")
+    if (d >= 0 and not sup_left) or (d <= 0 and not sub_left):
+        return max_len - length
+    return 0
+
+
+def _diag_coords(xp: Any, rows: int, cols: int, d: int, offset: int) -> tuple[Any, Any, Any]:
+    """Row, column and packed-position indices of diagonal ``d``."""
+    n = xp.arange(_diag_len(rows, cols, d))
+    return n - min(d, 0), n + max(d, 0), n + offset
+
+
+def _matrix_diag_v2_shape(op: Any) -> list[TensorShape]:
+    d = _dims(op.inputs[0])
+    band = _static_band(op, 1)
+    if d is None or band is None:
+        return [unknown_shape()]
+    lo, hi = band
+    nd = 1 if lo == hi else 2
+    d = _with_rank_at_least(d, nd, op)
+    max_len = d[-1]
+    rows, cols = _static_int(op.inputs[2]), _static_int(op.inputs[3])
+    rows = None if rows is None or rows == -1 else rows
+    cols = None if cols is None or cols == -1 else cols
+    if max_len is not None:
+        min_rows, min_cols = max_len - min(hi, 0), max_len + max(lo, 0)
+        if _static_int(op.inputs[2]) == -1 and _static_int(op.inputs[3]) == -1:
+            rows = cols = max(min_rows, min_cols)
+        elif _static_int(op.inputs[2]) == -1:
+            rows = min_rows
+        elif _static_int(op.inputs[3]) == -1:
+            cols = min_cols
+    return [TensorShape(tuple(d[:-nd]) + (rows, cols))]
+
+
+def _matrix_diag_part_v2_shape(op: Any) -> list[TensorShape]:
+    d = _with_rank_at_least(_dims(op.inputs[0]), 2, op)
+    band = _static_band(op, 1)
+    if d is None or band is None:
+        return [unknown_shape()]
+    lo, hi = band
+    rows, cols = d[-2], d[-1]
+    if rows is not None and cols is not None:
+        if not -rows < lo < cols and not (lo == 0 and (rows == 0 or cols == 0)):
+            raise _shape_error(op, f"lower_diag_index is out of bound: {lo}. It must be "
+                                   f"between {-rows} and {cols}")
+        if not -rows < hi < cols and not (hi == 0 and (rows == 0 or cols == 0)):
+            raise _shape_error(op, f"upper_diag_index is out of bound: {hi}. It must be "
+                                   f"between {-rows} and {cols}")
+        max_len: int | None = max(0, min(rows + min(0, hi), cols - max(0, lo)))
+    else:
+        max_len = None
+    inner = (max_len,) if lo == hi else (hi - lo + 1, max_len)
+    return [TensorShape(tuple(d[:-2]) + inner)]
+
+
+def _matrix_set_diag_v2_shape(op: Any) -> list[TensorShape]:
+    d = _with_rank_at_least(_dims(op.inputs[0]), 2, op)
+    band = _static_band(op, 2)
+    if band is not None and d is not None and _dims(op.inputs[1]) is not None:
+        lo, hi = band
+        _with_rank(_dims(op.inputs[1]), len(d) - (1 if lo == hi else 0), op)
+    return [TensorShape(d) if d is not None else unknown_shape()]
+
+
+for _v, _extra in (("V2", []), ("V3", ["align: {'LEFT_RIGHT', 'RIGHT_LEFT', 'LEFT_LEFT', "
+                                        "'RIGHT_RIGHT'} = 'RIGHT_LEFT'"])):
+    ks.op(OpDef(f"MatrixDiag{_v}", inputs=["diagonal: T", "k: int32", "num_rows: int32",
+                                           "num_cols: int32", "padding_value: T"],
+                outputs=["output: T"], attrs=["T: type"] + _extra,
+                shape_fn=_matrix_diag_v2_shape,
+                doc="Batched matrices with a band of diagonals ``k`` set from ``diagonal``."),
+          OpDef(f"MatrixDiagPart{_v}", inputs=["input: T", "k: int32", "padding_value: T"],
+                outputs=["diagonal: T"], attrs=["T: type"] + _extra,
+                shape_fn=_matrix_diag_part_v2_shape,
+                doc="The band of diagonals ``k`` of batched matrices, packed and padded."),
+          OpDef(f"MatrixSetDiag{_v}", inputs=["input: T", "diagonal: T", "k: int32"],
+                outputs=["output: T"], attrs=["T: type"] + _extra,
+                shape_fn=_matrix_set_diag_v2_shape,
+                doc="Batched matrices with a band of diagonals ``k`` replaced."))
+
+
+def _align_of(ctx: Any) -> str:
+    a = ctx.attrs.get("align", "LEFT_LEFT")
+    return a.decode() if isinstance(a, bytes) else a
+
+
+@_kernel("MatrixDiagV2", "MatrixDiagV3", host_memory=("k", "num_rows", "num_cols"))
+def _matrix_diag_v2_kernel(ctx: Any) -> Callable:
+    xp = ctx.xp
+    dt = ctx.output_dtypes[0]
+    align = _align_of(ctx)
+
+    def matrix_diag_v2(diag: Any, k: Any, num_rows: Any, num_cols: Any, pad: Any) -> Any:
+        lo, hi = _diag_band(k)
+        shape = tuple(np.shape(diag))
+        nd = 1 if lo == hi else 2
+        if len(shape) < nd:
+            raise _invalid(f"diagonal must be at least {nd}-dim, received shape: "
+                           f"{_shape_str(shape)}")
+        if nd == 2 and shape[-2] != hi - lo + 1:
+            raise _invalid("The number of diagonals provided in the input does not match "
+                           "the lower_diag_index and upper_diag_index range.")
+        max_len = shape[-1]
+        min_rows, min_cols = max_len - min(hi, 0), max_len + max(lo, 0)
+        rows, cols = _int_scalar(num_rows), _int_scalar(num_cols)
+        if rows == -1 and cols == -1:
+            rows = cols = max(min_rows, min_cols)
+        elif rows == -1:
+            rows = min_rows
+        elif cols == -1:
+            cols = min_cols
+        if rows != min_rows and cols != min_cols:
+            raise _invalid("The number of rows or columns is not consistent with the "
+                           "specified d_lower, d_upper, and diagonal.")
+        batch = shape[:-nd]
+        out = _full(xp, batch + (rows, cols), np.asarray(pad).reshape(()).item()
+                    if dt is not _dt.string else pad, dt)
+        for d in range(lo, hi + 1):
+            length = _diag_len(rows, cols, d)
+            if length <= 0:
+                continue
+            r, c, p = _diag_coords(xp, rows, cols, d,
+                                   _diag_offset(align, d, max_len, length))
+            src = diag if nd == 1 else diag[..., hi - d, :]
+            out[..., r, c] = src[..., p]
+        return out
+
+    return _string_safe(ctx, matrix_diag_v2, (0, 4))
+
+
+def _check_band(lo: int, hi: int, rows: int, cols: int) -> None:
+    for which, v in (("lower", lo), ("upper", hi)):
+        if not (-rows < v < cols or (v == 0 and (rows == 0 or cols == 0))):
+            raise _invalid(f"{which}_diag_index is out of bound: {v}. It must be between "
+                           f"{-rows} and {cols}")
+
+
+@_kernel("MatrixDiagPartV2", "MatrixDiagPartV3", host_memory=("k",))
+def _matrix_diag_part_v2_kernel(ctx: Any) -> Callable:
+    xp = ctx.xp
+    dt = ctx.output_dtypes[0]
+    align = _align_of(ctx)
+
+    def matrix_diag_part_v2(x: Any, k: Any, pad: Any) -> Any:
+        shape = tuple(np.shape(x))
+        if len(shape) < 2:
+            raise _invalid(f"input must be at least 2-dim, received shape: "
+                           f"{_shape_str(shape)}")
+        lo, hi = _diag_band(k)
+        rows, cols = shape[-2], shape[-1]
+        _check_band(lo, hi, rows, cols)
+        max_len = max(0, min(rows + min(0, hi), cols - max(0, lo)))
+        nd = hi - lo + 1
+        out = _full(xp, shape[:-2] + (nd, max_len), np.asarray(pad).reshape(()).item()
+                    if dt is not _dt.string else pad, dt)
+        for d in range(lo, hi + 1):
+            length = _diag_len(rows, cols, d)
+            if length <= 0:
+                continue
+            r, c, p = _diag_coords(xp, rows, cols, d,
+                                   _diag_offset(align, d, max_len, length))
+            out[..., hi - d, p] = x[..., r, c]
+        return out[..., 0, :] if lo == hi else out
+
+    return _string_safe(ctx, matrix_diag_part_v2, (0, 2))
+
+
+@_kernel("MatrixSetDiagV2", "MatrixSetDiagV3", host_memory=("k",))
+def _matrix_set_diag_v2_kernel(ctx: Any) -> Callable:
+    xp = ctx.xp
+    align = _align_of(ctx)
+
+    def matrix_set_diag_v2(x: Any, diag: Any, k: Any) -> Any:
+        shape = tuple(np.shape(x))
+        if len(shape) < 2:
+            raise _invalid(f"input must be at least 2-dim, received shape: "
+                           f"{_shape_str(shape)}")
+        lo, hi = _diag_band(k)
+        rows, cols = shape[-2], shape[-1]
+        _check_band(lo, hi, rows, cols)
+        max_len = max(0, min(rows + min(0, hi), cols - max(0, lo)))
+        want = shape[:-2] + ((max_len,) if lo == hi else (hi - lo + 1, max_len))
+        if tuple(np.shape(diag)) != want:
+            raise _invalid(f"diagonal must have shape {_shape_str(want)}, received shape: "
+                           f"{_shape_str(np.shape(diag))}")
+        out = x.copy()
+        for d in range(lo, hi + 1):
+            length = _diag_len(rows, cols, d)
+            if length <= 0:
+                continue
+            r, c, p = _diag_coords(xp, rows, cols, d,
+                                   _diag_offset(align, d, max_len, length))
+            src = diag if lo == hi else diag[..., hi - d, :]
+            out[..., r, c] = src[..., p]
+        return out
+
+    return _string_safe(ctx, matrix_set_diag_v2, (0, 1))
+
+
+def _v_attrs(op: Any) -> dict[str, Any]:
+    return {"align": op.node_attrs["align"]} if op.type.endswith("V3") else {}
+
+
+@ks.gradient("MatrixDiagV2", "MatrixDiagV3")
+def _matrix_diag_v2_grad(op: Any, grad: Tensor) -> list[Any]:
+    part = apply_op("MatrixDiagPart" + op.type[-2:], input=grad, k=op.inputs[1],
+                    padding_value=_zero_tensor(grad), **_v_attrs(op))
+    return [part, None, None, None, None]
+
+
+def _zero_tensor(t: Tensor) -> Tensor:
+    return convert_to_tensor(np.zeros((), t.dtype.base_dtype.np))
+
+
+@ks.gradient("MatrixDiagPartV2", "MatrixDiagPartV3")
+def _matrix_diag_part_v2_grad(op: Any, grad: Tensor) -> list[Any]:
+    d = _dims(op.inputs[0])
+    v = op.type[-2:]
+    if d is not None and d[-2] is not None and d[-1] is not None:
+        out = apply_op("MatrixDiag" + v, diagonal=grad, k=op.inputs[1],
+                       num_rows=np.int32(d[-2]), num_cols=np.int32(d[-1]),
+                       padding_value=_zero_tensor(grad), **_v_attrs(op))
+    else:
+        zeros = apply_op("ZerosLike", x=op.inputs[0])
+        out = apply_op("MatrixSetDiag" + v, input=zeros, diagonal=grad, k=op.inputs[1],
+                       **_v_attrs(op))
+    return [out, None, None]
+
+
+@ks.gradient("MatrixSetDiagV2", "MatrixSetDiagV3")
+def _matrix_set_diag_v2_grad(op: Any, grad: Tensor) -> list[Any]:
+    v = op.type[-2:]
+    zeros = apply_op("ZerosLike", x=op.inputs[1])
+    grad_input = apply_op("MatrixSetDiag" + v, input=grad, diagonal=zeros, k=op.inputs[2],
+                          **_v_attrs(op))
+    grad_diag = apply_op("MatrixDiagPart" + v, input=grad, k=op.inputs[2],
+                         padding_value=_zero_tensor(grad), **_v_attrs(op))
+    return [grad_input, grad_diag, None]
+
+
+def _diag_v(align: Any) -> tuple[str, dict[str, Any]]:
+    """The op version and attrs: V2 (TF 1.15's LEFT_LEFT packing) when ``align`` is None,
+    V3 with the given alignment otherwise."""
+    if align is None:
+        return "V2", {}
+    if align not in _ALIGNS:
+        raise ValueError(f"Value for attr 'align' of {align!r} is not in the list of "
+                         f"allowed values: {', '.join(repr(a) for a in _ALIGNS)}")
+    return "V3", {"align": align}
+
+
+def _pad_value(x: Any, padding_value: Any) -> Any:
+    if getattr(x, "dtype", None) is not None and _value_dtype(x) is _dt.bool:
+        return bool(padding_value)
+    return padding_value
+
+
+def _is_default_k(k: Any) -> bool:
+    return isinstance(k, (int, np.integer)) and int(k) == 0
+
+
 @ks.api("linalg.diag", "matrix_diag")
-def matrix_diag(diagonal: Any, name: str = "diag", k: int = 0, num_rows: int = -1,
-                num_cols: int = -1, padding_value: Any = 0) -> Tensor:
-    """Batched square matrices with ``diagonal`` on their main diagonals."""
-    if k != 0 or num_rows != -1 or num_cols != -1 or not _is_zero(padding_value):
-        raise NotImplementedError("matrix_diag supports only k=0 without num_rows/num_cols/"
-                                  "padding_value")
-    return _apply("MatrixDiag", name=name, diagonal=diagonal)
+def matrix_diag(diagonal: Any, name: str = "diag", k: Any = 0, num_rows: Any = -1,
+                num_cols: Any = -1, padding_value: Any = 0, align: str | None = None
+                ) -> Tensor:
+    """Batched matrices with ``diagonal`` on the band of diagonals ``k`` (an int or a
+    ``(lower, upper)`` pair), of ``num_rows`` x ``num_cols`` (-1: the smallest that fits),
+    ``padding_value`` elsewhere. ``align`` (TF 2.x's attr) says how a band's shorter
+    diagonals are packed; None is TF 1.15's packing, ``LEFT_LEFT``."""
+    if (_is_default_k(k) and _static_int(num_rows) == -1 and _static_int(num_cols) == -1
+            and _is_zero(padding_value) and align is None):
+        return _apply("MatrixDiag", name=name, diagonal=diagonal)
+    v, attrs = _diag_v(align)
+    diagonal = convert_to_tensor(diagonal, name="diagonal")
+    return _apply("MatrixDiag" + v, name=name, diagonal=diagonal, k=k, num_rows=num_rows,
+                  num_cols=num_cols, padding_value=_pad_value(diagonal, padding_value),
+                  **attrs)
 
 
 @ks.api("linalg.diag_part", "matrix_diag_part")
-def matrix_diag_part(input: Any, name: str = "diag_part", k: int = 0,
-                     padding_value: Any = 0) -> Tensor:
-    """The main diagonals of batched matrices."""
-    if k != 0:
-        raise NotImplementedError("matrix_diag_part supports only k=0")
-    return _apply("MatrixDiagPart", name=name, input=input)
+def matrix_diag_part(input: Any, name: str = "diag_part", k: Any = 0,
+                     padding_value: Any = 0, align: str | None = None) -> Tensor:
+    """The band of diagonals ``k`` of batched matrices (the main diagonal by default),
+    packed into rows padded with ``padding_value`` (see :func:`matrix_diag` for
+    ``align``)."""
+    if _is_default_k(k) and _is_zero(padding_value) and align is None:
+        return _apply("MatrixDiagPart", name=name, input=input)
+    v, attrs = _diag_v(align)
+    input = convert_to_tensor(input, name="input")
+    return _apply("MatrixDiagPart" + v, name=name, input=input, k=k,
+                  padding_value=_pad_value(input, padding_value), **attrs)
 
 
 @ks.api("linalg.set_diag", "matrix_set_diag")
-def matrix_set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: int = 0) -> Tensor:
-    """Batched matrices ``input`` with their main diagonals replaced by ``diagonal``."""
-    if k != 0:
-        raise NotImplementedError("matrix_set_diag supports only k=0")
-    return _apply("MatrixSetDiag", name=name, input=input, diagonal=diagonal)
+def matrix_set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: Any = 0,
+                    align: str | None = None) -> Tensor:
+    """Batched matrices ``input`` with the band of diagonals ``k`` (the main diagonal by
+    default) replaced by ``diagonal`` (see :func:`matrix_diag` for ``align``)."""
+    if _is_default_k(k) and align is None:
+        return _apply("MatrixSetDiag", name=name, input=input, diagonal=diagonal)
+    v, attrs = _diag_v(align)
+    return _apply("MatrixSetDiag" + v, name=name, input=input, diagonal=diagonal, k=k,
+                  **attrs)
 
 
 @ks.api("linalg.band_part", "matrix_band_part")

@@ -232,6 +232,16 @@ class _BackwardState:
         p = self.pops.get(t)
         if p is not None:
             return p
+        if t.op.type == "Const" and not t.op.inputs and not cond_guards(t, fctx):
+            # a constant inside the forward loop has the same value in every iteration:
+            # the backward loop makes its own copy instead of pushing and popping it
+            # (TF copies loop-invariant constants into the gradient loop too)
+            with self.bctx.raw():
+                p = apply_op("Const", name="b_const", value=t.op.node_attrs["value"],
+                             dtype=t.dtype.base_dtype)
+                p.op._add_control_input(self.bctx.pivot_for_body.op)
+            self.pops[t] = p
+            return p
         h = self.fstate.stack_for(t)
         bctx = self.bctx
         h_in = bctx.capture(h)
@@ -321,3 +331,4 @@ def while_loop_gradient(ctx: WhileContext, exit_grads: list[Any]) -> dict[Operat
     for (e, _), acc in zip(invariants, outs[1 + nv:]):
         out[e.op] = acc
     return out
+

@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 
 from flowrt import errors
+from flowrt.framework.indexed_slices import IndexedSlices
 from flowrt.graph import Tensor, apply_op, colocate_with, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import constant_value, ks
+from ._common import invalid as _invalid
 from .state_ops import _frozen, _ref_of
 
 
@@ -22,25 +24,34 @@ def _tf() -> Any:
     return flowrt
 
 
-def _invalid(msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, None, msg)
-
-
 # =======================================================================================
 # norm clipping (python composites, as TF's clip_ops.py)
 # =======================================================================================
+def _values_of(t: Any) -> Any:
+    """The dense part of ``t``: ``t.values`` for an IndexedSlices (as TF's clip_ops)."""
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
+def _like(t: Any, values: Tensor) -> Any:
+    """``values`` in the form of ``t``: an IndexedSlices with ``t``'s indices for one."""
+    if isinstance(t, IndexedSlices):
+        return IndexedSlices(values, t.indices, t.dense_shape)
+    return values
+
+
 @ks.api("clip_by_norm")
-def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = None) -> Tensor:
-    """Scales ``t`` so that its L2 norm (over ``axes``) is at most ``clip_norm``."""
+def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = None) -> Any:
+    """Scales ``t`` so that its L2 norm (over ``axes``) is at most ``clip_norm``; for an
+    IndexedSlices, the norm of its values, and an IndexedSlices is returned."""
     tf = _tf()
     with name_scope(name, "clip_by_norm", [t, clip_norm]) as name:
-        t = convert_to_tensor(t, name="t")
-        l2sum = tf.reduce_sum(t * t, axes, keepdims=True)
+        values = convert_to_tensor(_values_of(t), name="t")
+        l2sum = tf.reduce_sum(values * values, axes, keepdims=True)
         pred = l2sum > 0
         l2sum_safe = tf.where(pred, l2sum, tf.ones_like(l2sum))
         l2norm = tf.where(pred, tf.sqrt(l2sum_safe), l2sum)
-        intermediate = t * clip_norm
-        return tf.identity(intermediate / tf.maximum(l2norm, clip_norm), name=name)
+        intermediate = values * clip_norm
+        return _like(t, tf.identity(intermediate / tf.maximum(l2norm, clip_norm), name=name))
 
 
 def _check_sequence(t_list: Any) -> None:
@@ -50,12 +61,13 @@ def _check_sequence(t_list: Any) -> None:
 
 @ks.api("global_norm", "linalg.global_norm")
 def global_norm(t_list: Any, name: str | None = None) -> Tensor:
-    """sqrt(sum of squared L2 norms) of the non-None tensors of ``t_list``."""
+    """sqrt(sum of squared L2 norms) of the non-None tensors of ``t_list`` (of the
+    values of an IndexedSlices)."""
     tf = _tf()
     _check_sequence(t_list)
     t_list = list(t_list)
     with name_scope(name, "global_norm", [t for t in t_list if t is not None]) as name:
-        values = [convert_to_tensor(t, name=f"t_{i}") if t is not None else None
+        values = [convert_to_tensor(_values_of(t), name=f"t_{i}") if t is not None else None
                   for i, t in enumerate(t_list)]
         halves = []
         for v in values:
@@ -70,7 +82,8 @@ def global_norm(t_list: Any, name: str | None = None) -> Tensor:
 def clip_by_global_norm(t_list: Any, clip_norm: Any, use_norm: Any = None,
                         name: str | None = None) -> tuple[list[Any], Tensor]:
     """Scales every tensor by ``clip_norm / max(global_norm, clip_norm)``; returns
-    ``(list_clipped, global_norm)`` (None entries pass through)."""
+    ``(list_clipped, global_norm)`` (None entries pass through; an IndexedSlices gives
+    an IndexedSlices of its scaled values)."""
     tf = _tf()
     _check_sequence(t_list)
     t_list = list(t_list)
@@ -88,10 +101,10 @@ def clip_by_global_norm(t_list: Any, clip_norm: Any, use_norm: Any = None,
             if t is None:
                 out.append(None)
                 continue
-            v = convert_to_tensor(t, name=f"t_{i}")
+            v = convert_to_tensor(_values_of(t), name=f"t_{i}")
             with colocate_with(v.op):
                 s = scale if v.dtype.base_dtype == scale.dtype else tf.cast(scale, v.dtype)
-                out.append(tf.identity(v * s, name=f"{name}_{i}"))
+                out.append(_like(t, tf.identity(v * s, name=f"{name}_{i}")))
         return out, use_norm
 
 
@@ -127,9 +140,11 @@ def _clip_embeddings(params: Tensor, ids: Tensor, max_norm: Any) -> Tensor:
 def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
                      name: str | None = None, validate_indices: bool = True,
                      max_norm: Any = None) -> Tensor:
-    """Gathers rows of ``params`` (a tensor, or a list partitioned by
-    ``partition_strategy`` 'mod' or 'div')."""
+    """Gathers rows of ``params`` (a tensor, or a list or PartitionedVariable
+    partitioned by ``partition_strategy`` 'mod' or 'div')."""
     tf = _tf()
+    if hasattr(params, "_get_variable_list"):  # a PartitionedVariable: its parts
+        params = list(params)
     if params is None or (isinstance(params, (list, tuple)) and not params):
         raise ValueError("Need at least one param")
     if isinstance(params, (list, tuple)):

@@ -1,22 +1,33 @@
 """``tf.map_fn``, ``tf.foldl``, ``tf.foldr`` and ``tf.scan``, built as TF 1.15 builds
 them: the elements are unstacked into TensorArrays, a ``while_loop`` reads one per
 iteration and (for ``map_fn`` and ``scan``) writes each result to an output TensorArray
-that is stacked at the end. Gradients come from the loop's and the TensorArrays'."""
+that is stacked at the end. Gradients come from the loop's and the TensorArrays'.
+
+Also ``tf.py_func``, ``tf.numpy_function`` and ``tf.py_function`` (TF's script_ops): the
+``PyFunc``, ``PyFuncStateless`` and ``EagerPyFunc`` ops call a registered Python function
+on the host (CPU kernels only), by the node's ``token`` attr."""
 from __future__ import annotations
 
+import threading
+import traceback
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from flowrt import dtypes as _dt
-from flowrt.graph import Tensor, api_function, convert_to_tensor, name_scope
+from flowrt import errors
+from flowrt.graph import (Tensor, api_function, apply_op, convert_to_tensor, get_default_graph,
+                          name_scope, numpy_value_for)
+from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import Dimension, TensorShape
 
 from ._common import ks
 from .control_flow_ops import _assert_same_structure, _flatten, _pack_like, while_loop
 from .tensor_array_ops import TensorArray
 
-__all__ = ["map_fn", "foldl", "foldr", "scan"]
+__all__ = ["map_fn", "foldl", "foldr", "scan", "py_func", "numpy_function", "py_function",
+           "EagerValue"]
 
 
 def _is_nested(x: Any) -> bool:
@@ -230,3 +241,244 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
                                parallel_iterations=parallel_iterations, back_prop=back_prop,
                                swap_memory=swap_memory, maximum_iterations=n)
         return pack_acc(_stacked(list(r_a), flat))
+
+
+# =======================================================================================
+# py_func, numpy_function, py_function (TF's script_ops): Python on the host
+# =======================================================================================
+class _FuncRegistry:
+    """The Python functions of PyFunc nodes, by the node's ``token`` attr
+    (``pyfunc_<n>``). A function lives as long as the graph it was added to."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._funcs: dict[str, Callable[..., Any]] = {}
+        self._next = 0
+
+    def insert(self, func: Callable[..., Any], graph: Any) -> str:
+        with self._lock:
+            token = f"pyfunc_{self._next}"
+            self._next += 1
+            self._funcs[token] = func
+        try:
+            weakref.finalize(graph, self._remove, token)
+        except TypeError:  # a graph that cannot be weakly referenced keeps its funcs
+            pass
+        return token
+
+    def _remove(self, token: str) -> None:
+        with self._lock:
+            self._funcs.pop(token, None)
+
+    def get(self, token: str) -> Callable[..., Any] | None:
+        return self._funcs.get(token)
+
+    def size(self) -> int:
+        return len(self._funcs)
+
+
+_py_funcs = _FuncRegistry()
+
+_PY_FUNC_ATTRS = ["token: string", "Tin: list(type) >= 0", "Tout: list(type) >= 0"]
+ks.op(OpDef("PyFunc", inputs=["input: Tin"], outputs=["output: Tout"], attrs=_PY_FUNC_ATTRS,
+            is_stateful=True, doc="Calls a Python function with numpy arrays."),
+      OpDef("PyFuncStateless", inputs=["input: Tin"], outputs=["output: Tout"],
+            attrs=_PY_FUNC_ATTRS, doc="A PyFunc without side effects."),
+      OpDef("EagerPyFunc", inputs=["input: Tin"], outputs=["output: Tout"],
+            attrs=_PY_FUNC_ATTRS, is_stateful=True,
+            doc="Calls a Python function with eager-like values (tf.py_function)."))
+ks.not_differentiable("PyFunc", "PyFuncStateless")
+
+#: TF's DataTypeString where it differs from the dtype's name
+_TF_TYPE_STRING = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def _type_string(dt: Any) -> str:
+    name = _dt.as_dtype(dt).name
+    return _TF_TYPE_STRING.get(name, name)
+
+
+class EagerValue(np.ndarray):
+    """What a ``tf.py_function`` receives for each input in flowrt's graph mode: a numpy
+    array with ``.numpy()`` (as an ``EagerTensor`` has)."""
+
+    def numpy(self) -> np.ndarray:
+        """The value as a plain numpy array (0-d values as numpy scalars)."""
+        out = np.asarray(self).view(np.ndarray)
+        return out[()] if out.ndim == 0 else out
+
+
+def _error_for_python_exception(exc: BaseException, token: str) -> errors.OpError:
+    """The OpError TF's PyFunc kernel reports for an exception raised by the function:
+    ValueError/TypeError: InvalidArgument, StopIteration: OutOfRange, MemoryError:
+    ResourceExhausted, NotImplementedError: Unimplemented, an OpError its own class,
+    anything else Unknown; the message is the formatted traceback."""
+    if isinstance(exc, errors.OpError):
+        return exc
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, (ValueError, TypeError)):
+        cls: type[errors.OpError] = errors.InvalidArgumentError
+    elif isinstance(exc, StopIteration):
+        cls = errors.OutOfRangeError
+    elif isinstance(exc, MemoryError):
+        cls = errors.ResourceExhaustedError
+    elif isinstance(exc, NotImplementedError):
+        cls = errors.UnimplementedError
+    else:
+        cls = errors.UnknownError
+    return cls(None, None, text.rstrip("\n"))
+
+
+def _convert_numpy_result(value: Any) -> np.ndarray:
+    """A value a ``py_func`` returned as an array (TF's ``FuncRegistry._convert``):
+    unicode becomes UTF-8 bytes; no dtype is forced."""
+    result = np.asarray(value, order="C")
+    if result.dtype.char == "S":  # a string tensor holds bytes objects
+        return result.astype(object)
+    if result.dtype.char == "U":
+        return np.vectorize(lambda x: x.encode("utf8"), otypes=[object])(result) \
+            if result.ndim else np.asarray(result.item().encode("utf8"), dtype=object)
+    return result
+
+
+def _convert_eager_result(value: Any, dtype: Any) -> np.ndarray:
+    """A value a ``py_function`` returned, converted to its Tout dtype as
+    ``tf.convert_to_tensor`` would (TypeError/ValueError when it cannot be)."""
+    if isinstance(value, EagerValue):
+        value = np.asarray(value).view(np.ndarray)
+    return numpy_value_for(value, _dt.as_dtype(dtype))
+
+
+def _py_func_kernel(eager: bool) -> Callable[[Any], Callable[..., Any]]:
+    def factory(ctx: Any) -> Callable[..., Any]:
+        token = ctx.attrs["token"]
+        if isinstance(token, bytes):
+            token = token.decode()
+        tout = [_dt.as_dtype(t) for t in ctx.attrs.get("Tout", [])]
+
+        def call(step: Any, *inputs: Any) -> Any:
+            func = _py_funcs.get(token)
+            if func is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"ValueError: callback {token} is not found")
+            args = [np.asarray(a).view(EagerValue) if eager else _host_array(a)
+                    for a in inputs]
+            try:
+                ret = func(*args)
+            except Exception as e:  # noqa: BLE001 - reported as TF reports it
+                raise _error_for_python_exception(e, token) from e
+            try:
+                outs = _collect_results(ret, tout, eager)
+            except (TypeError, ValueError) as e:
+                raise errors.InvalidArgumentError(None, None, f"{type(e).__name__}: {e}"
+                                                  ) from e
+            if len(outs) != len(tout):
+                raise errors.InvalidArgumentError(
+                    None, None, f"{token} returns {len(outs)} values, but expects to see "
+                    f"{len(tout)} values.")
+            for i, (o, want) in enumerate(zip(outs, tout)):
+                got = _dt.string if o.dtype == object or o.dtype.char == "S" else \
+                    _dt.as_dtype(o.dtype)
+                if got.base_dtype is not want:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"{i}-th value returned by {token} is "
+                        f"{_type_string(got)}, but expects {_type_string(want)}")
+            if not tout:
+                return None
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return call
+
+    return factory
+
+
+def _host_array(a: Any) -> np.ndarray:
+    arr = np.asarray(a)
+    return arr if arr.flags.writeable else arr.copy()
+
+
+def _collect_results(ret: Any, tout: list[Any], eager: bool) -> list[np.ndarray]:
+    """The function's return value as a list of arrays (None: no values)."""
+    if eager:
+        if ret is None:
+            return []
+        if isinstance(ret, (list, tuple)):
+            return [_convert_eager_result(x, d) for x, d in zip(ret, tout)] + \
+                [np.asarray(x) for x in ret[len(tout):]]
+        return [_convert_eager_result(ret, tout[0] if tout else None)]
+    if isinstance(ret, bytes):
+        ret = [ret]
+    if isinstance(ret, (list, tuple)):
+        return [_convert_numpy_result(x) for x in ret]
+    arr = _convert_numpy_result(ret)
+    if arr.dtype == object and arr.ndim == 0 and arr.item() is None:
+        return []
+    return [arr]
+
+
+for _op in ("PyFunc", "PyFuncStateless"):
+    ks.kernel(_op, device_type="CPU", kind="step")(_py_func_kernel(eager=False))
+ks.kernel("EagerPyFunc", device_type="CPU", kind="step")(_py_func_kernel(eager=True))
+
+
+def _internal_py_func(func: Callable[..., Any], inp: Any, Tout: Any, stateful: bool,
+                      eager: bool, name: str | None) -> Any:
+    """Add the PyFunc/PyFuncStateless/EagerPyFunc node calling ``func``.
+
+    :raises ValueError: if ``func`` is not callable
+    """
+    if not callable(func):
+        raise ValueError(f"Expected func to be callable, got func of type {type(func)}")
+    inp = list(inp) if isinstance(inp, (list, tuple)) else [inp]
+    is_list = isinstance(Tout, (list, tuple))
+    tout = [_dt.as_dtype(t) for t in (Tout if is_list else [Tout])]
+    graph = get_default_graph()
+    token = _py_funcs.insert(func, graph)
+    op_type = "EagerPyFunc" if eager else ("PyFunc" if stateful else "PyFuncStateless")
+    result = apply_op(op_type, name=name, input=inp, token=token, Tout=tout)
+    if not tout:  # no outputs: the op itself, as TF's generated wrapper returns
+        op = graph.get_operations()[-1]
+        return op if is_list else None
+    if isinstance(result, Tensor):
+        result = [result]
+    return list(result) if is_list else result[0]
+
+
+@ks.api("py_func")
+def py_func(func: Callable[..., Any], inp: Any, Tout: Any, stateful: bool = True,
+            name: str | None = None) -> Any:
+    """Wrap the Python function ``func`` as an op (``tf.py_func``): it runs on the host
+    with the inputs as numpy arrays and must return numpy values of the ``Tout`` dtypes
+    exactly (a Python float is float64). With ``Tout`` a list the result is a list.
+
+    Exceptions raised by ``func`` fail the step with TF's error classes (ValueError /
+    TypeError: InvalidArgumentError, anything else UnknownError ...). The op has no
+    gradient; give it one with ``gradient_override_map`` or ``tf.custom_gradient``.
+    """
+    return _internal_py_func(func, inp, Tout, stateful, False, name)
+
+
+@ks.api("numpy_function")
+def numpy_function(func: Callable[..., Any], inp: Any, Tout: Any,
+                   name: str | None = None, stateful: bool = True) -> Any:
+    """``tf.numpy_function``: :func:`py_func` (stateful unless told otherwise)."""
+    return _internal_py_func(func, inp, Tout, stateful, False, name)
+
+
+@ks.api("py_function")
+def py_function(func: Callable[..., Any], inp: Any, Tout: Any,
+                name: str | None = None) -> Any:
+    """``tf.py_function`` in graph mode: ``func`` gets each input as an
+    :class:`EagerValue` (a numpy array with ``.numpy()``) and its results are converted
+    to the ``Tout`` dtypes as ``tf.convert_to_tensor`` would. Without eager execution
+    there is no tape: its gradient must come from ``gradient_override_map``.
+    """
+    return _internal_py_func(func, inp, Tout, True, True, name)
+
+
+@ks.gradient("EagerPyFunc")
+def _eager_py_func_grad(op: Any, *grads: Any) -> list[Any]:
+    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: "
+                      "EagerPyFunc): flowrt runs tf.py_function's Python function on numpy "
+                      "values, with no tape to differentiate it; use "
+                      "tf.custom_gradient or gradient_override_map")

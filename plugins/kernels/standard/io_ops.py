@@ -112,14 +112,11 @@ def _str_list(x: Any, what: str) -> list[str]:
     return [v.decode() if isinstance(v, bytes) else str(v) for v in a]
 
 
-def _check_slices(slices: list[str], n: int, names: list[str]) -> None:
+def _check_slices(slices: list[str], n: int) -> list[str]:
     if len(slices) != n:
         raise errors.InvalidArgumentError(None, None, f"Expected {n} shape_and_slices "
                                           f"entries, got {len(slices)}")
-    for s, name in zip(slices, names):
-        if s:
-            raise errors.UnimplementedError(None, None, f"Saving or restoring a slice "
-                                            f"('{s}') of tensor '{name}' is not supported")
+    return slices
 
 
 @ks.kernel("SaveV2", expensive=True)
@@ -133,9 +130,9 @@ def _save_v2_kernel(ctx: Any) -> Any:
         if len(names) != len(tensors):
             raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names "
                                               f"but {len(tensors)} tensors")
-        _check_slices(_str_list(shape_and_slices, "shape_and_slices"), len(names), names)
+        slices = _check_slices(_str_list(shape_and_slices, "shape_and_slices"), len(names))
         values = list(tensors) if to_host is None else [to_host(t) for t in tensors]
-        _ckpt.write_checkpoint(p, names, values, dtypes)
+        _ckpt.write_checkpoint(p, names, values, dtypes, slices)
         return None
 
     return save
@@ -169,7 +166,7 @@ def _restore_v2_kernel(ctx: Any) -> Any:
         if len(names) != len(dtypes):
             raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names "
                                               f"but {len(dtypes)} dtypes")
-        _check_slices(_str_list(shape_and_slices, "shape_and_slices"), len(names), names)
+        slices = _check_slices(_str_list(shape_and_slices, "shape_and_slices"), len(names))
         reader = _ckpt.CheckpointReader(p)
         for i, name in enumerate(names):
             have = reader.dtype(name)
@@ -179,7 +176,7 @@ def _restore_v2_kernel(ctx: Any) -> Any:
                     f"not equal restored dtype {have.name}" + _into(targets[i]))
             want = shapes[i]
             if want is not None:
-                got = reader.shape(name)
+                got = _restored_shape(reader, name, slices[i])
                 if len(got) != len(want) or any(w is not None and w != g
                                                  for w, g in zip(want, got)):
                     ws = "[" + ",".join("?" if w is None else str(w) for w in want) + "]"
@@ -187,12 +184,24 @@ def _restore_v2_kernel(ctx: Any) -> Any:
                         None, None, f"Restoring '{name}' from checkpoint {p}"
                         f"{_into(targets[i])}: Assign requires shapes of both tensors to "
                         f"match. lhs shape= {ws} rhs shape= {list(got)}")
-        values = reader.read(names)
+        values = reader.read(names, slices)
         if from_host is not None:
             values = [from_host(v) for v in values]
         return values[0] if single else tuple(values)
 
     return restore
+
+
+def _restored_shape(reader: Any, name: str, spec: str) -> tuple[int, ...]:
+    """The shape RestoreV2 gives ``name`` restored with ``spec`` (its slice's shape)."""
+    if not spec:
+        return reader.shape(name)
+    full, extents = _ckpt.parse_shape_and_slice(spec, name)
+    if tuple(full) != tuple(reader.shape(name)):
+        raise errors.InvalidArgumentError(
+            None, None, f"tensor_name = {name}; shape in shape_and_slice spec {full} does "
+            f"not match the shape stored in checkpoint: {list(reader.shape(name))}")
+    return tuple(n for _, n in extents)
 
 
 def _into(target: str) -> str:

@@ -1621,7 +1621,33 @@ def _matmul_kernel(ctx: Any) -> Any:
         fn = lambda a, b: matmul(a, b.T)  # noqa: E731
     else:
         fn = matmul
-    return _guard_matmul(ctx, fn)
+    return _guard_matmul(ctx, small_gemm_single_threaded(ctx, fn, 0 if ta else 1))
+
+
+#: GEMMs with fewer multiply-adds than this run with BLAS on one thread (on devices
+#: that offer it: ``Device.single_threaded_blas``); see plugins/devices/cpu.py
+SMALL_GEMM_FLOPS = 1 << 24
+
+
+def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1
+                               ) -> Callable[[Any, Any], Any]:
+    """``fn(a, b)`` (a 2-D product contracting ``a``'s axis ``k_axis``) that runs small
+    products with BLAS on one thread where the device can (its
+    ``single_threaded_blas``); ``fn`` itself elsewhere."""
+    wrap = getattr(ctx.device, "single_threaded_blas", None)
+    if wrap is None:
+        return fn
+    single = wrap(fn)
+    if single is fn:
+        return fn
+
+    def call(a: Any, b: Any) -> Any:
+        k = a.shape[k_axis]
+        if k and a.size * (b.size // k) < SMALL_GEMM_FLOPS:
+            return single(a, b)
+        return fn(a, b)
+
+    return call
 
 
 @ks.kernel("BatchMatMulV2", "BatchMatMul", expensive=True)

@@ -24,6 +24,7 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import constant_value, ks
+from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
 from .nn_ops import (_SELU_ALPHA, _SELU_SCALE, _check_conv_attrs, _convert_padding,
@@ -36,20 +37,6 @@ __all__ = ["conv2d_backprop_input", "conv2d_backprop_filter", "conv2d_transpose"
 _FLOAT_T = "T: {half, bfloat16, float, double}"
 _REAL_T = ("half, bfloat16, float, double, int8, int16, int32, int64, uint8, uint16, "
            "uint32, uint64")
-
-
-def _invalid(msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, None, msg)
-
-
-def _ilist(a: Any) -> list[int]:
-    if hasattr(a, "get"):  # cupy
-        a = a.get()
-    return [int(v) for v in np.asarray(a).reshape(-1).tolist()]
-
-
-def _fmt(shape: Any) -> str:
-    return "[" + ",".join(str(int(v)) for v in shape) + "]"
 
 
 # =======================================================================================
@@ -135,7 +122,7 @@ ks.kernel("SoftsignGrad")(_activation_grad_kernel(
 
 @ks.kernel("LeakyReluGrad")
 def _leaky_relu_grad_kernel(ctx: Any) -> Callable:
-    alpha = float(ctx.attrs.get("alpha", 0.2))
+    alpha = float(np.float32(ctx.attrs.get("alpha", 0.2)))  # a float attr, as in TF
     return _activation_grad_kernel(lambda xp, g, f, z: xp.where(f > 0, g, g * alpha))(ctx)
 
 

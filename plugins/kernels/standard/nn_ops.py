@@ -177,7 +177,7 @@ def _relu6_kernel(ctx: Any) -> Any:
 @ks.kernel("LeakyRelu")
 def _leaky_relu_kernel(ctx: Any) -> Any:
     xp = ctx.xp
-    alpha = float(ctx.attrs.get("alpha", 0.2))
+    alpha = float(np.float32(ctx.attrs.get("alpha", 0.2)))  # a float attr, as in TF
     return lambda x: xp.where(x > 0, x, x * alpha)
 
 
@@ -348,9 +348,11 @@ def _softmax_api(op_type: str, logits: Any, axis: Any, name: str | None) -> Tens
             None, None, f"Dimension ({ax}) must be in the range [{-nd}, {nd}) where {nd} is "
                         "the number of dimensions in the input.")
     perm = _swap_perm(nd, ax % nd)
-    t = apply_op("Transpose", x=logits, perm=np.array(perm, dtype=np.int32))
+    # named as TF's array_ops.transpose names them ("transpose", "transpose_1")
+    t = apply_op("Transpose", name="transpose", x=logits, perm=np.array(perm, dtype=np.int32))
     out = apply_op(op_type, logits=t)
-    out = apply_op("Transpose", name=name, x=out, perm=np.array(perm, dtype=np.int32))
+    out = apply_op("Transpose", name=name or "transpose", x=out,
+                   perm=np.array(perm, dtype=np.int32))
     out.set_shape(shape)
     return out
 
@@ -556,29 +558,42 @@ def moments(x: Any, axes: Any, shift: Any = None, name: str | None = None,
         return mean, variance
 
 
+def _is_graph(v: Any) -> bool:
+    return isinstance(v, Tensor)
+
+
+def _arith(op_type: str, name: str, a: Any, b: Any) -> Any:
+    """``a <op> b`` as TF's operator overloads build it: Python arithmetic when neither
+    side is a tensor, else an ``op_type`` node named ``name`` (made unique)."""
+    if not _is_graph(a) and not _is_graph(b):
+        return {"Add": lambda: a + b, "Mul": lambda: a * b, "Sub": lambda: a - b}[op_type]()
+    return apply_op(op_type, name=name, x=a, y=b)
+
+
 @ks.api("nn.batch_normalization")
 def batch_normalization(x: Any, mean: Any, variance: Any, offset: Any, scale: Any,
                         variance_epsilon: float, name: str | None = None) -> Tensor:
-    """``scale * (x - mean) / sqrt(variance + eps) + offset`` (``tf.nn.batch_normalization``)."""
+    """``scale * (x - mean) / sqrt(variance + eps) + offset`` (``tf.nn.batch_normalization``),
+    built as TF's expression ``x * inv + (offset - mean * inv)`` with
+    ``inv = rsqrt(variance + eps) * scale`` (node names add, Rsqrt, mul, mul_1, sub, add_1)."""
     with name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
         x = convert_to_tensor(x)
-        variance = convert_to_tensor(variance)
-        mean = convert_to_tensor(mean)
-        dt = variance.dtype.base_dtype
-        inv = apply_op("Rsqrt", x=apply_op("Add", x=variance,
-                                           y=convert_to_tensor(variance_epsilon, dtype=dt)))
+        if isinstance(variance, np.ndarray):
+            variance = convert_to_tensor(variance)
+        inv = apply_op("Rsqrt", x=_arith("Add", "add", variance, variance_epsilon))
         if scale is not None:
-            inv = apply_op("Mul", x=inv, y=scale)
+            inv = _arith("Mul", "mul", inv, scale)
         xdt = x.dtype.base_dtype
         inv_x = inv if inv.dtype.base_dtype is xdt else apply_op("Cast", x=inv, DstT=xdt)
-        m_inv = apply_op("Mul", x=mean, y=inv)
+        x_inv = apply_op("Mul", name="mul", x=x, y=inv_x)
         if offset is not None:
-            shift = apply_op("Sub", x=offset, y=m_inv)
+            shift = _arith("Sub", "sub", offset, _arith("Mul", "mul", mean, inv))
         else:
-            shift = apply_op("Neg", x=m_inv)
-        if shift.dtype.base_dtype is not xdt:
+            neg = apply_op("Neg", x=mean) if _is_graph(mean) else -mean
+            shift = _arith("Mul", "mul", neg, inv)
+        if _is_graph(shift) and shift.dtype.base_dtype is not xdt:
             shift = apply_op("Cast", x=shift, DstT=xdt)
-        return apply_op("Add", x=apply_op("Mul", x=x, y=inv_x), y=shift)
+        return apply_op("Add", name="add", x=x_inv, y=shift)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1152,7 +1167,7 @@ def _get_sequence(value: Any, n: int, channel_index: int, name: str) -> list[int
         value = value * n
     elif len(value) != n:
         raise ValueError(f"{name} should be of length 1, {n} or {n + 2} but was {len(value)}")
-    return [1] + value + [1] if channel_index == 3 else [1, 1] + value
+    return [1, 1] + value if channel_index == 1 else [1] + value + [1]
 
 
 def _strides_list(strides: Any) -> Any:
@@ -1191,10 +1206,14 @@ def _pool_shape(op: Any) -> list[TensorShape]:
     if any(v <= 0 for v in ksize + strides):
         raise _shape_error(op, f"{op.type}: ksize and strides must be positive")
     d = _with_rank(op, op.inputs[0].shape, 4)
+    # as TF's MaxPoolShape / AvgPoolShape: the batch dimension is kept; only MaxPool
+    # pools over depth
+    bi, hi, wi, ci = _nhwc_index(fmt)
+    pooled = (hi, wi, ci) if op.type == "MaxPool" else (hi, wi)
     out: list[int | None] = []
     for i in range(4):
-        if d[i] is None:
-            out.append(None)
+        if d[i] is None or i not in pooled:
+            out.append(d[i])
             continue
         out.append(_static_windowed_size(op, d[i], ksize[i], strides[i], attrs["padding"]))
     return [TensorShape(out)]
@@ -1346,8 +1365,11 @@ def avg_pool(value: Any, ksize: Any, strides: Any, padding: str, data_format: st
 @ks.api("nn.max_pool2d")
 def max_pool2d(input: Any, ksize: Any, strides: Any, padding: str, data_format: str = "NHWC",
                name: str | None = None) -> Tensor:
-    """Max pooling of a 4-D input (``tf.nn.max_pool2d``)."""
-    return _pool_api("MaxPool", input, ksize, strides, padding, data_format, name, "input")
+    """Max pooling of a 4-D input (``tf.nn.max_pool2d``; its name scope is "MaxPool2d",
+    as in TF)."""
+    with name_scope(name, "MaxPool2d", [input]) as scope:
+        return _pool_api("MaxPool", input, ksize, strides, padding, data_format, scope,
+                         "input")
 
 
 @ks.api("nn.avg_pool2d")

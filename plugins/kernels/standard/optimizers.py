@@ -10,19 +10,26 @@ them (and increments ``global_step`` after them when one is given).
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from flowrt import dtypes as _dt
+from flowrt import errors
+from flowrt.framework.indexed_slices import (IndexedSlices,
+                                             convert_to_tensor_or_indexed_slices)
 from flowrt.gradients import gradients as _gradients
-from flowrt.graph import (GraphKeys, Operation, Tensor, api_function, colocate_with,
+from flowrt.graph import (GraphKeys, Operation, Tensor, api_function, apply_op, colocate_with,
                           control_dependencies, convert_to_tensor, get_default_graph,
-                          name_scope)
+                          init_scope, name_scope)
+from flowrt.op_registry import OpDef
 from flowrt.variable_scope import get_variable, get_variable_scope, variable_scope
 from flowrt.variables import Variable, trainable_variables
 
 from . import training_ops
 from ._common import ks
+from .state_ops import _frozen
+from .training_ops import _KERNEL_TYPES
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "AdagradOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer",
@@ -33,12 +40,10 @@ __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOp
 
 
 
-@contextlib.contextmanager
-def _init_scope() -> Iterator[None]:
+def _init_scope() -> Any:
     """TF's ``init_scope`` in graph mode: the name scope is kept, control dependencies
-    are cleared."""
-    with get_default_graph().control_dependencies(None):
-        yield
+    and control-flow contexts are cleared."""
+    return init_scope()
 
 
 def _var_key(var: Any) -> tuple[Any, str]:
@@ -115,7 +120,11 @@ class _RefVariableProcessor:
     def target(self) -> Tensor:
         return self._v._ref()
 
-    def update_op(self, optimizer: "Optimizer", g: Tensor) -> Any:
+    def update_op(self, optimizer: "Optimizer", g: Any) -> Any:
+        if isinstance(g, IndexedSlices):
+            if self._v.constraint is not None:
+                raise RuntimeError("Cannot use a constraint function on a sparse variable.")
+            return optimizer._apply_sparse_duplicate_indices(g, self._v)
         update = optimizer._apply_dense(g, self._v)
         if self._v.constraint is not None:
             with control_dependencies([update]):
@@ -240,7 +249,7 @@ class Optimizer:
             aggregation_method=aggregation_method,
             colocate_gradients_with_ops=colocate_gradients_with_ops)
         if gate_gradients == Optimizer.GATE_GRAPH and any(g is not None for g in grads):
-            grads = api_function("tuple")(grads)
+            grads = _gate_all(grads)
         grads_and_vars = list(zip(grads, var_list))
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
@@ -260,11 +269,11 @@ class Optimizer:
         for g, v in grads_and_vars:
             if g is not None:
                 try:
-                    g = convert_to_tensor(g)
+                    g = convert_to_tensor_or_indexed_slices(g)
                 except (TypeError, ValueError):
                     raise TypeError("Gradient must be convertible to a Tensor or "
                                     f"IndexedSlices, or None: {g}") from None
-                if not isinstance(g, Tensor):
+                if not isinstance(g, (Tensor, IndexedSlices)):
                     raise TypeError(f"Gradient must be a Tensor, IndexedSlices, or None: {g}")
             converted.append((g, v, _get_processor(v)))
         var_list = [v for g, v, _ in converted if g is not None]
@@ -385,6 +394,11 @@ class Optimizer:
     def _resource_apply_dense(self, grad: Tensor, handle: Any) -> Any:
         raise NotImplementedError()
 
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Any) -> Any:
+        """Sum the rows of duplicate indices, then :meth:`_apply_sparse` (TF)."""
+        values, indices = _deduplicate_indexed_slices(grad.values, grad.indices)
+        return self._apply_sparse(IndexedSlices(values, indices, grad.dense_shape), var)
+
     def _apply_sparse(self, grad: Any, var: Any) -> Any:
         raise NotImplementedError()
 
@@ -398,6 +412,35 @@ class Optimizer:
 
 def _cast(t: Any, var: Any) -> Tensor:
     return api_function("cast")(t, var.dtype.base_dtype)
+
+
+def _deduplicate_indexed_slices(values: Tensor, indices: Tensor) -> tuple[Tensor, Tensor]:
+    """``(summed values, unique indices)``: rows of equal indices summed (TF)."""
+    unique_indices, positions = api_function("unique")(indices)
+    summed = api_function("math.unsorted_segment_sum")(
+        values, positions, api_function("shape")(unique_indices)[0])
+    return summed, unique_indices
+
+
+def _gate_all(grads: list[Any]) -> list[Any]:
+    """GATE_GRAPH: every gradient (an IndexedSlices' tensors too) computed before any is
+    used (TF's ``control_flow_ops.tuple`` of the gradients)."""
+    deps = []
+    for g in grads:
+        if isinstance(g, IndexedSlices):
+            deps += [g.values.op, g.indices.op]
+        elif g is not None:
+            deps.append(g.op)
+    identity = api_function("identity")
+    out: list[Any] = []
+    with name_scope(None, "tuple", deps), control_dependencies(deps):
+        for g in grads:
+            if isinstance(g, IndexedSlices):
+                out.append(IndexedSlices(identity(g.values), identity(g.indices),
+                                         g.dense_shape))
+            else:
+                out.append(None if g is None else identity(g))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,6 +463,12 @@ class GradientDescentOptimizer(Optimizer):
         return training_ops.apply_gradient_descent(
             var, _cast(self._learning_rate_tensor, var), grad,
             use_locking=self._use_locking).op
+
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Any) -> Any:
+        # ScatterSub adds up duplicate rows itself
+        delta = IndexedSlices(grad.values * _cast(self._learning_rate_tensor, var),
+                              grad.indices, grad.dense_shape)
+        return var.scatter_sub(delta, use_locking=self._use_locking)
 
 
 class MomentumOptimizer(Optimizer):
@@ -447,6 +496,13 @@ class MomentumOptimizer(Optimizer):
         mom = self.get_slot(var, "momentum")
         return training_ops.apply_momentum(
             var, mom, _cast(self._learning_rate_tensor, var), grad,
+            _cast(self._momentum_tensor, var), use_locking=self._use_locking,
+            use_nesterov=self._use_nesterov).op
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Any) -> Any:
+        mom = self.get_slot(var, "momentum")
+        return sparse_apply_momentum(
+            var, mom, _cast(self._learning_rate_tensor, var), grad.values, grad.indices,
             _cast(self._momentum_tensor, var), use_locking=self._use_locking,
             use_nesterov=self._use_nesterov).op
 
@@ -494,6 +550,30 @@ class AdamOptimizer(Optimizer):
             var, m, v, _cast(beta1_power, var), _cast(beta2_power, var),
             _cast(self._lr_t, var), _cast(self._beta1_t, var), _cast(self._beta2_t, var),
             _cast(self._epsilon_t, var), grad, use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Any) -> Any:
+        """TF1's sparse Adam: m and v decay in full, then the rows of the gradient are
+        added with ``ScatterAdd``, and the whole variable is updated."""
+        beta1_power, beta2_power = self._get_beta_accumulators()
+        beta1_power, beta2_power = _cast(beta1_power, var), _cast(beta2_power, var)
+        lr_t, beta1_t = _cast(self._lr_t, var), _cast(self._beta1_t, var)
+        beta2_t, epsilon_t = _cast(self._beta2_t, var), _cast(self._epsilon_t, var)
+        sqrt, scatter_add = api_function("sqrt"), api_function("scatter_add")
+        lr = lr_t * sqrt(1 - beta2_power) / (1 - beta1_power)
+        values, indices = grad.values, grad.indices
+        m = self.get_slot(var, "m")
+        m_scaled = values * (1 - beta1_t)
+        m_t = m.assign(m * beta1_t, use_locking=self._use_locking)
+        with control_dependencies([m_t]):
+            m_t = scatter_add(m, indices, m_scaled, use_locking=self._use_locking)
+        v = self.get_slot(var, "v")
+        v_scaled = (values * values) * (1 - beta2_t)
+        v_t = v.assign(v * beta2_t, use_locking=self._use_locking)
+        with control_dependencies([v_t]):
+            v_t = scatter_add(v, indices, v_scaled, use_locking=self._use_locking)
+        var_update = var.assign_sub(lr * m_t / (sqrt(v_t) + epsilon_t),
+                                    use_locking=self._use_locking)
+        return api_function("group")(*[var_update, m_t, v_t])
 
     def _finish(self, update_ops: list[Any], name_scope: str) -> Operation:
         with control_dependencies(update_ops):
@@ -544,6 +624,12 @@ class AdagradOptimizer(Optimizer):
         return training_ops.apply_adagrad(var, acc, _cast(self._learning_rate_tensor, var),
                                           grad, use_locking=self._use_locking)
 
+    def _apply_sparse(self, grad: IndexedSlices, var: Any) -> Any:
+        acc = self.get_slot(var, "accumulator")
+        return sparse_apply_adagrad(var, acc, _cast(self._learning_rate_tensor, var),
+                                    grad.values, grad.indices,
+                                    use_locking=self._use_locking)
+
 
 class RMSPropOptimizer(Optimizer):
     """RMSProp (``tf.train.RMSPropOptimizer``); slots ``"rms"`` (starting at ones),
@@ -591,6 +677,18 @@ class RMSPropOptimizer(Optimizer):
         return training_ops.apply_rms_prop(var, rms, mom, *args,
                                            use_locking=self._use_locking).op
 
+    def _apply_sparse(self, grad: IndexedSlices, var: Any) -> Any:
+        rms = self.get_slot(var, "rms")
+        mom = self.get_slot(var, "momentum")
+        args = (_cast(self._learning_rate_tensor, var), _cast(self._decay_tensor, var),
+                _cast(self._momentum_tensor, var), _cast(self._epsilon_tensor, var),
+                grad.values, grad.indices)
+        if self._centered:
+            mg = self.get_slot(var, "mg")
+            return sparse_apply_centered_rms_prop(var, mg, rms, mom, *args,
+                                                  use_locking=self._use_locking)
+        return sparse_apply_rms_prop(var, rms, mom, *args, use_locking=self._use_locking)
+
 
 class AdadeltaOptimizer(Optimizer):
     """Adadelta (``tf.train.AdadeltaOptimizer``); slots ``"accum"`` and
@@ -619,6 +717,269 @@ class AdadeltaOptimizer(Optimizer):
             var, self.get_slot(var, "accum"), self.get_slot(var, "accum_update"),
             _cast(self._lr_t, var), _cast(self._rho_t, var), _cast(self._epsilon_t, var),
             grad, use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Any) -> Any:
+        return sparse_apply_adadelta(
+            var, self.get_slot(var, "accum"), self.get_slot(var, "accum_update"),
+            _cast(self._lr_t, var), _cast(self._rho_t, var), _cast(self._epsilon_t, var),
+            grad.values, grad.indices, use_locking=self._use_locking)
+
+
+# ---------------------------------------------------------------------------------------
+# sparse updates (TF's SparseApply* ops): only the rows named by ``indices`` change
+# ---------------------------------------------------------------------------------------
+def _sparse_shape_fn(n_refs: int, scalars: Sequence[int], grad_i: int, ind_i: int
+                     ) -> Any:
+    """Shape function of a SparseApply op: the slots have the variable's shape, the
+    hyper-parameters are scalars, ``grad`` is ``[N] + var.shape[1:]`` and ``indices``
+    is ``[N]``; the output has the variable's shape."""
+
+    def shape_fn(op: Any) -> list[Any]:
+        shapes = [t.shape for t in op.inputs]
+        where = f" for '{op.name}' (op: '{op.type}')"
+        merged = shapes[0]
+        for i in range(1, n_refs):
+            if not merged.is_compatible_with(shapes[i]):
+                raise ValueError(f"Shapes {shapes[0]} and {shapes[i]} are incompatible"
+                                 f"{where}")
+            merged = merged.merge_with(shapes[i])
+        for i in scalars:
+            if shapes[i].ndims not in (None, 0):
+                raise ValueError(f"Shape must be rank 0 but is rank {shapes[i].ndims}{where}")
+        grad, indices = shapes[grad_i], shapes[ind_i]
+        if indices.ndims not in (None, 1):
+            raise ValueError(f"Shape must be rank 1 but is rank {indices.ndims}{where}")
+        if grad.ndims is not None and merged.ndims is not None:
+            if grad.ndims != merged.ndims or not grad[1:].is_compatible_with(merged[1:]):
+                raise ValueError(f"Dimensions of var {merged} and grad {grad} do not match"
+                                 f"{where}")
+        if grad.ndims and indices.ndims and \
+                not grad[:1].is_compatible_with(indices[:1]):
+            raise ValueError(f"Dimension 0 of grad {grad} and indices {indices} differ"
+                             f"{where}")
+        return [merged]
+
+    return shape_fn
+
+
+#: each SparseApply op's inputs in TF's order, and how many are references
+_SPARSE_OPS = {
+    "SparseApplyMomentum": (["var", "accum", "lr", "grad", "indices", "momentum"], 2),
+    "SparseApplyAdagrad": (["var", "accum", "lr", "grad", "indices"], 2),
+    "SparseApplyRMSProp": (["var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad",
+                            "indices"], 3),
+    "SparseApplyCenteredRMSProp": (["var", "mg", "ms", "mom", "lr", "rho", "momentum",
+                                    "epsilon", "grad", "indices"], 4),
+    "SparseApplyAdadelta": (["var", "accum", "accum_update", "lr", "rho", "epsilon", "grad",
+                             "indices"], 3),
+}
+
+
+def _def_sparse(name: str, extra: Sequence[str] = ()) -> None:
+    order, n_refs = _SPARSE_OPS[name]
+    specs = [f"{nm}: Ref(T)" if i < n_refs else
+             ("indices: Tindices" if nm == "indices" else f"{nm}: T")
+             for i, nm in enumerate(order)]
+    scalars = [i for i, nm in enumerate(order) if i >= n_refs and nm not in ("grad",
+                                                                                "indices")]
+    ks.op(OpDef(name, inputs=specs, outputs=["out: Ref(T)"],
+                attrs=["T: numbertype", "Tindices: {int32, int64}",
+                       "use_locking: bool = false", *extra],
+                shape_fn=_sparse_shape_fn(n_refs, scalars, order.index("grad"),
+                                          order.index("indices")),
+                doc=f"The sparse form of {name[len('Sparse'):]}: only rows at indices change."))
+
+
+_def_sparse("SparseApplyMomentum", ["use_nesterov: bool = false"])
+_def_sparse("SparseApplyAdagrad", ["update_slots: bool = true"])
+_def_sparse("SparseApplyRMSProp")
+_def_sparse("SparseApplyCenteredRMSProp")
+_def_sparse("SparseApplyAdadelta")
+ks.not_differentiable("SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyRMSProp",
+                      "SparseApplyCenteredRMSProp", "SparseApplyAdadelta")
+
+
+def _make_sparse_apply(ctx: Any, update: Any) -> Any:
+    """The compute function of a SparseApply kernel: check the inputs, then apply
+    ``update(*slot_rows, *scalars, grad_rows) -> new slot rows`` to the named rows (row by
+    row, in order, when an index repeats), holding every reference's lock.
+
+    :raises errors.InvalidArgumentError: for mismatched shapes or an index out of range
+    """
+    dt = ctx.output_dtypes[0]
+    if dt not in _KERNEL_TYPES or ctx.xp is not np:
+        raise errors.InvalidArgumentError(
+            None, None, f"No OpKernel was registered to support Op '{ctx.op_type}' used by "
+            f"node {ctx.node_name} with these attrs: [T=DT_{dt.name.upper()}]")
+    order, n_refs = _SPARSE_OPS[ctx.op_type]
+    slot_names = order[:n_refs]
+    scalar_pos = [i for i, nm in enumerate(order) if i >= n_refs and nm not in ("grad",
+                                                                                  "indices")]
+    grad_pos, ind_pos = order.index("grad"), order.index("indices")
+    npdt = np.dtype(dt.np)
+
+    def run(refs: Sequence[Any], scalars: Sequence[Any], grad: Any, indices: Any) -> Any:
+        vals = [np.array(r.read(), dtype=npdt) for r in refs]
+        shape = vals[0].shape
+        for nm, v in zip(slot_names[1:], vals[1:]):
+            if v.shape != shape:
+                raise errors.InvalidArgumentError(
+                    None, None, f"var and {nm} do not have the same shape"
+                    f"{list(shape)} {list(v.shape)}")
+        for i, sc in enumerate(scalars):
+            if np.ndim(sc) != 0:
+                raise errors.InvalidArgumentError(None, None, f"scalar argument {i} is not a "
+                                                  f"scalar: {list(np.shape(sc))}")
+        grad, indices = np.asarray(grad), np.asarray(indices)
+        if indices.ndim != 1:
+            raise errors.InvalidArgumentError(None, None, "indices must be one-dimensional")
+        if len(shape) < 1 or grad.shape[1:] != shape[1:] or grad.shape[:1] != indices.shape:
+            raise errors.InvalidArgumentError(
+                None, None, f"var and grad do not have the same shape{list(shape)} "
+                f"{list(grad.shape)}")
+        bad = np.nonzero((indices < 0) | (indices >= shape[0]))[0]
+        if bad.size:
+            raise errors.InvalidArgumentError(
+                None, None, f"Index {int(indices[bad[0]])} at offset {int(bad[0])} in "
+                "indices is out of range")
+        scalars = [npdt.type(sc) for sc in scalars]
+        if np.unique(indices).size == indices.size:
+            new = update(*[v[indices] for v in vals], *scalars, grad.astype(npdt))
+            for v, n in zip(vals, new):
+                v[indices] = n
+        else:
+            for k, idx in enumerate(indices):
+                new = update(*[v[idx] for v in vals], *scalars, grad[k].astype(npdt))
+                for v, n in zip(vals, new):
+                    v[idx] = n
+        for r, v in zip(refs, vals):
+            r.value = _frozen(v)
+        return refs[0]
+
+    def compute(*inputs: Any) -> Any:
+        refs = inputs[:n_refs]
+        locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
+        for lk in locks:
+            lk.acquire()
+        try:
+            return run(refs, [inputs[i] for i in scalar_pos], inputs[grad_pos],
+                       inputs[ind_pos])
+        finally:
+            for lk in reversed(locks):
+                lk.release()
+
+    return compute
+
+
+@ks.kernel("SparseApplyMomentum", device_type="CPU")
+def _sparse_momentum_kernel(ctx: Any) -> Any:
+    nesterov = bool(ctx.attrs.get("use_nesterov", False))
+
+    def update(var: Any, accum: Any, lr: Any, momentum: Any, grad: Any) -> tuple:
+        accum = accum * momentum + grad
+        if nesterov:
+            return var - (grad * lr + accum * momentum * lr), accum
+        return var - accum * lr, accum
+
+    return _make_sparse_apply(ctx, update)
+
+
+@ks.kernel("SparseApplyAdagrad", device_type="CPU")
+def _sparse_adagrad_kernel(ctx: Any) -> Any:
+    update_slots = bool(ctx.attrs.get("update_slots", True))
+
+    def update(var: Any, accum: Any, lr: Any, grad: Any) -> tuple:
+        if update_slots:
+            accum = accum + grad * grad
+        return var - lr * grad / np.sqrt(accum), accum
+
+    return _make_sparse_apply(ctx, update)
+
+
+@ks.kernel("SparseApplyRMSProp", device_type="CPU")
+def _sparse_rmsprop_kernel(ctx: Any) -> Any:
+    def update(var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any, eps: Any,
+               grad: Any) -> tuple:
+        ms = ms * rho + grad * grad * (1 - rho)
+        mom = mom * momentum + (1 / np.sqrt(ms + eps)) * lr * grad
+        return var - mom, ms, mom
+
+    return _make_sparse_apply(ctx, update)
+
+
+@ks.kernel("SparseApplyCenteredRMSProp", device_type="CPU")
+def _sparse_centered_rmsprop_kernel(ctx: Any) -> Any:
+    def update(var: Any, mg: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
+               eps: Any, grad: Any) -> tuple:
+        ms = ms * rho + grad * grad * (1 - rho)
+        mg = mg * rho + grad * (1 - rho)
+        denom = (ms + eps) - mg * mg
+        mom = mom * momentum + (1 / np.sqrt(denom)) * lr * grad
+        return var - mom, mg, ms, mom
+
+    return _make_sparse_apply(ctx, update)
+
+
+@ks.kernel("SparseApplyAdadelta", device_type="CPU")
+def _sparse_adadelta_kernel(ctx: Any) -> Any:
+    def update(var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any, eps: Any,
+               grad: Any) -> tuple:
+        accum = accum * rho + grad * grad * (1 - rho)
+        upd = np.sqrt(accum_update + eps) * (1 / np.sqrt(accum + eps)) * grad
+        accum_update = accum_update * rho + upd * upd * (1 - rho)
+        return var - upd * lr, accum, accum_update
+
+    return _make_sparse_apply(ctx, update)
+
+
+def _ref(v: Any) -> Any:
+    return v._ref() if isinstance(v, Variable) else v
+
+
+def sparse_apply_momentum(var: Any, accum: Any, lr: Any, grad: Any, indices: Any,
+                          momentum: Any, use_locking: bool = False,
+                          use_nesterov: bool = False, name: str | None = None) -> Tensor:
+    """The momentum update of the rows ``indices`` of ``var`` and ``accum``."""
+    return apply_op("SparseApplyMomentum", name=name, var=_ref(var), accum=_ref(accum),
+                    lr=lr, momentum=momentum, grad=grad, indices=indices,
+                    use_locking=use_locking, use_nesterov=use_nesterov)
+
+
+def sparse_apply_adagrad(var: Any, accum: Any, lr: Any, grad: Any, indices: Any,
+                         use_locking: bool = False, update_slots: bool = True,
+                         name: str | None = None) -> Tensor:
+    """The Adagrad update of the rows ``indices`` of ``var`` and ``accum``."""
+    return apply_op("SparseApplyAdagrad", name=name, var=_ref(var), accum=_ref(accum),
+                    lr=lr, grad=grad, indices=indices, use_locking=use_locking,
+                    update_slots=update_slots)
+
+
+def sparse_apply_rms_prop(var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
+                          epsilon: Any, grad: Any, indices: Any, use_locking: bool = False,
+                          name: str | None = None) -> Tensor:
+    """The RMSProp update of the rows ``indices`` of ``var``, ``ms`` and ``mom``."""
+    return apply_op("SparseApplyRMSProp", name=name, var=_ref(var), ms=_ref(ms),
+                    mom=_ref(mom), lr=lr, rho=rho, momentum=momentum, epsilon=epsilon,
+                    grad=grad, indices=indices, use_locking=use_locking)
+
+
+def sparse_apply_centered_rms_prop(var: Any, mg: Any, ms: Any, mom: Any, lr: Any, rho: Any,
+                                   momentum: Any, epsilon: Any, grad: Any, indices: Any,
+                                   use_locking: bool = False,
+                                   name: str | None = None) -> Tensor:
+    """The centered RMSProp update of the rows ``indices``."""
+    return apply_op("SparseApplyCenteredRMSProp", name=name, var=_ref(var), mg=_ref(mg),
+                    ms=_ref(ms), mom=_ref(mom), lr=lr, rho=rho, momentum=momentum,
+                    epsilon=epsilon, grad=grad, indices=indices, use_locking=use_locking)
+
+
+def sparse_apply_adadelta(var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any,
+                          epsilon: Any, grad: Any, indices: Any, use_locking: bool = False,
+                          name: str | None = None) -> Tensor:
+    """The Adadelta update of the rows ``indices`` of ``var`` and its slots."""
+    return apply_op("SparseApplyAdadelta", name=name, var=_ref(var), accum=_ref(accum),
+                    accum_update=_ref(accum_update), lr=lr, rho=rho, epsilon=epsilon,
+                    grad=grad, indices=indices, use_locking=use_locking)
 
 
 # ---------------------------------------------------------------------------------------

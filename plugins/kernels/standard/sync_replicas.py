@@ -43,8 +43,9 @@ from typing import Any
 from flowrt import dtypes as _dt
 from flowrt import errors
 from flowrt.coordinator import QueueRunner
+from flowrt.framework.indexed_slices import IndexedSlices
 from flowrt.graph import (GraphKeys, Tensor, api_function, colocate_with,
-                          control_dependencies, device, name_scope)
+                          control_dependencies, convert_to_tensor, device, name_scope)
 from flowrt.monitored_session import SessionRunHook, check_ready
 from flowrt.variables import Variable, global_variables, report_uninitialized_variables
 
@@ -133,6 +134,11 @@ class SyncReplicasOptimizer(Optimizer):
                     if grad is None:
                         aggregated_grad.append(None)
                         continue
+                    if isinstance(grad, IndexedSlices):
+                        # TF aggregates these in a SparseConditionalAccumulator, which
+                        # flowrt lacks: the rows are summed into a dense gradient (same
+                        # mean; the optimizer then applies it densely).
+                        grad = convert_to_tensor(grad)
                     if not isinstance(grad, Tensor):
                         raise TypeError(f"Unsupported gradient type for {var.name}: "
                                         f"{type(grad).__name__}")

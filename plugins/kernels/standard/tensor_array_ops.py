@@ -25,6 +25,7 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import constant_value, ks
+from ._common import invalid as _invalid
 
 __all__ = ["TensorArray"]
 
@@ -111,10 +112,6 @@ def _tf_name(d: Any) -> str:
     """TF's DataTypeString spelling of a numpy dtype (float32 is "float")."""
     name = _dt.as_dtype(d).name
     return {"float32": "float", "float64": "double"}.get(name, name)
-
-
-def _invalid(msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, None, msg)
 
 
 class _TensorArrayState:
@@ -277,6 +274,20 @@ def _ta_write_kernel(ctx: Any) -> Any:
     return write
 
 
+def _in_module(v: Any, xp: Any) -> Any:
+    """An element as an array of the kernel's array module ``xp``: elements written on
+    another device type (a CPU write, a GPU stack) are copied across."""
+    if xp is np:
+        return v.get() if hasattr(v, "get") else np.asarray(v)
+    return xp.asarray(v)
+
+
+def _on_host(x: Any) -> np.ndarray:
+    """An index or length input as a host array: on a GPU it may be a device array
+    (made by an op placed there, such as a ``Range`` in a ``dynamic_rnn``)."""
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
 @ks.kernel("TensorArrayReadV3", all_devices=True)
 def _ta_read_kernel(ctx: Any) -> Any:
     xp = ctx.xp
@@ -296,7 +307,7 @@ def _ta_gather_kernel(ctx: Any) -> Any:
 
     def gather(h: Any, indices: Any, flow: Any) -> Any:
         st = _state(h)
-        idx = [int(i) for i in np.asarray(indices).reshape(-1)]
+        idx = [int(i) for i in _on_host(indices).reshape(-1)]
         with st.lock:
             st.check_open()
             if not idx:
@@ -314,7 +325,7 @@ def _ta_gather_kernel(ctx: Any) -> Any:
                 raise _invalid(f"TensorArray has inconsistent shapes.  Index 0 has shape: "
                                f"{_fmt(first)} but index {k} has shape: "
                                f"{_fmt(tuple(v.shape))}")
-        return xp.stack(vals)
+        return xp.stack([_in_module(v, xp) for v in vals])
 
     return gather
 
@@ -323,7 +334,7 @@ def _ta_gather_kernel(ctx: Any) -> Any:
 def _ta_scatter_kernel(ctx: Any) -> Any:
     def scatter(h: Any, indices: Any, value: Any, flow: Any) -> Any:
         st = _state(h)
-        idx = [int(i) for i in np.asarray(indices).reshape(-1)]
+        idx = [int(i) for i in _on_host(indices).reshape(-1)]
         if value.ndim == 0 or value.shape[0] != len(idx):
             raise _invalid(f"Expected len(indices) == values.shape[0], but saw: "
                            f"{len(idx)} vs. {value.shape[0] if value.ndim else 0}")
@@ -368,7 +379,7 @@ def _ta_concat_kernel(ctx: Any) -> Any:
                                f"{_fmt(tuple(vals[0].shape[1:]))} but index {k} has "
                                f"(excepting dimension 0) shape: {_fmt(tuple(v.shape[1:]))}")
         lengths = np.array([v.shape[0] for v in vals], np.int64)
-        return xp.concatenate(vals, axis=0), lengths
+        return xp.concatenate([_in_module(v, xp) for v in vals], axis=0), lengths
 
     return concat
 
@@ -377,7 +388,7 @@ def _ta_concat_kernel(ctx: Any) -> Any:
 def _ta_split_kernel(ctx: Any) -> Any:
     def split(h: Any, value: Any, lengths: Any, flow: Any) -> Any:
         st = _state(h)
-        lens = [int(x) for x in np.asarray(lengths).reshape(-1)]
+        lens = [int(x) for x in _on_host(lengths).reshape(-1)]
         if value.ndim == 0:
             raise _invalid("Expected value to be at least a vector, but received shape: []")
         if sum(lens) != value.shape[0]:

@@ -1,0 +1,183 @@
+"""Generate ``docs/api_coverage.md``: which ``tensorflow.compat.v1`` names flowrt has.
+
+Run from the TensorFlow environment (``make coverage``)::
+
+    TF_USE_LEGACY_KERAS=1 python compat/coverage.py [--out docs/api_coverage.md] [--missing MODULE]
+
+For each module of the model-building API (and the top level), the public names of
+``tensorflow.compat.v1.<module>`` are split into: names flowrt has, names it lacks, and
+names left out on purpose (each with its reason). ``--missing nn`` prints the names one
+module lacks, one per line, for a quick to-do list.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+#: the modules the table covers ("" is the top level), in the order the table shows them
+MODULES = ["", "nn", "nn.rnn_cell", "layers", "losses", "metrics", "math", "linalg",
+           "image", "sparse", "strings", "compat", "signal", "spectral", "debugging"]
+
+_TF2 = "TF 2.x only (not in TF 1.15)"
+
+#: names left out on purpose, by module, with the reason (a name ending in "*" is a
+#: prefix); TF2-only names and contrib / estimator / keras / tpu are out of scope
+OUT_OF_SCOPE: dict[str, dict[str, str]] = {
+    "": {
+        "keras": "Keras is out of scope (issue 16)",
+        "estimator": "Estimator is out of scope (issue 16)",
+        "contrib": "contrib is out of scope (issue 16)",
+        "tpu": "TPUs are out of scope (issue 16)",
+        "lite": "TF Lite is out of scope",
+        "autograph": "TF2 eager-to-graph conversion; flowrt is graph mode only",
+        "function": "tf.function is TF2's API; flowrt is graph mode only",
+        "enable_eager_execution": "flowrt is graph mode only",
+        "enable_v2_behavior": "flowrt is graph mode only",
+        "enable_v2_tensorshape": "flowrt is graph mode only",
+        "enable_control_flow_v2": "flowrt runs TF1 control flow",
+        "enable_resource_variables": "flowrt has TF1 ref variables",
+        "enable_tensor_equality": "flowrt is graph mode only",
+        "experimental": "TF2 experimental namespace",
+        "xla": "XLA is out of scope",
+        "mlir": "MLIR is out of scope",
+        "tpu*": "TPUs are out of scope",
+        "distribute": "tf.distribute strategies are TF2's API",
+        "fftnd": _TF2, "ifftnd": _TF2, "rfftnd": _TF2, "irfftnd": _TF2,
+        "conv": _TF2, "conv2d_backprop_filter_v2": _TF2, "conv2d_backprop_input_v2": _TF2,
+        "approx_top_k": _TF2, "GradientTape": "eager only; flowrt is graph mode only",
+    },
+    "signal": {n: _TF2 for n in ("fftnd", "ifftnd", "rfftnd", "irfftnd", "mdct",
+                                 "inverse_mdct", "kaiser_window",
+                                 "kaiser_bessel_derived_window", "vorbis_window")},
+    "debugging": {**{n: _TF2 for n in (
+        "enable_check_numerics", "disable_check_numerics", "enable_traceback_filtering",
+        "disable_traceback_filtering", "is_traceback_filtering_enabled",
+        "get_log_device_placement", "set_log_device_placement")},
+        "experimental": "TF2 experimental namespace"},
+    "math": {"approx_max_k": _TF2, "approx_min_k": _TF2, "sobol_sample": _TF2},
+    "sparse": {"bincount": _TF2},
+    "image": {"decode_webp": _TF2, "decode_jxl": _TF2,
+              "generate_bounding_box_proposals": _TF2},
+    "linalg": {"LinearOperatorBlockLowerTriangular": _TF2, "eigh_tridiagonal": _TF2,
+               "experimental": "TF2 experimental namespace"},
+    "nn": {
+        "rnn_cell": "a module (covered as nn.rnn_cell)",
+        "experimental": "TF2 experimental namespace",
+        "approx_max_k": _TF2, "approx_min_k": _TF2,
+        "quantized_avg_pool": "quantized dtypes and their ops are out of scope",
+        "quantized_conv2d": "quantized dtypes and their ops are out of scope",
+        "quantized_max_pool": "quantized dtypes and their ops are out of scope",
+        "quantized_relu_x": "quantized dtypes and their ops are out of scope",
+    },
+    "compat": {
+        "v2": "TF2's API is out of scope",
+    },
+    "layers": {
+        "experimental": "TF2 experimental namespace",
+    },
+}
+
+
+def _public(mod: Any) -> list[str]:
+    return sorted(n for n in dir(mod) if not n.startswith("_"))
+
+
+def _reason(module: str, name: str) -> str | None:
+    table = OUT_OF_SCOPE.get(module, {})
+    if table.get(name):
+        return table[name]
+    for k, v in table.items():
+        if k.endswith("*") and v and name.startswith(k[:-1]):
+            return v
+    return None
+
+
+def _resolve(root: Any, dotted: str) -> Any:
+    obj = root
+    for part in filter(None, dotted.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def survey() -> dict[str, dict[str, list[Any]]]:
+    """``{module: {"have": [...], "lack": [...], "out": [(name, reason)]}}``."""
+    import tensorflow.compat.v1 as tf1
+
+    import flowrt
+
+    out: dict[str, dict[str, list[Any]]] = {}
+    for module in MODULES:
+        tmod = _resolve(tf1, module)
+        try:
+            fmod = _resolve(flowrt, module)
+        except AttributeError:
+            fmod = None
+        have, lack, left = [], [], []
+        for name in _public(tmod):
+            why = _reason(module, name)
+            if why:
+                left.append((name, why))
+            elif fmod is not None and hasattr(fmod, name):
+                have.append(name)
+            else:
+                lack.append(name)
+        out[module] = {"have": have, "lack": lack, "out": left}
+    return out
+
+
+def render(data: dict[str, dict[str, list[Any]]], tf_version: str) -> str:
+    """The markdown page."""
+    lines = ["# API coverage against `tensorflow.compat.v1`", "",
+             f"Generated by `make coverage` (`compat/coverage.py`) against TensorFlow "
+             f"{tf_version}. For each module: the public names of "
+             "`tensorflow.compat.v1.<module>` that flowrt has, those it lacks, and those "
+             "left out on purpose (with the reason). In-scope coverage is "
+             "have / (have + lack).", "",
+             "| module | have | lack | out of scope | in-scope coverage |",
+             "|---|---:|---:|---:|---:|"]
+    for module, d in data.items():
+        n = len(d["have"]) + len(d["lack"])
+        pct = 100.0 * len(d["have"]) / n if n else 100.0
+        lines.append(f"| `tf.{module or '*'}` | {len(d['have'])} | {len(d['lack'])} | "
+                     f"{len(d['out'])} | {pct:.0f}% |")
+    for module, d in data.items():
+        lines += ["", f"## `tf.{module}`" if module else "## top level (`tf.*`)", ""]
+        if d["lack"]:
+            lines.append("**Lacks:** " + ", ".join(f"`{n}`" for n in d["lack"]))
+            lines.append("")
+        if d["out"]:
+            lines.append("**Out of scope:**")
+            lines += [f"- `{n}`: {why}" for n, why in d["out"]]
+            lines.append("")
+        lines.append("**Has:** " + ", ".join(f"`{n}`" for n in d["have"]))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="write the markdown page here")
+    ap.add_argument("--missing", metavar="MODULE", default=None,
+                    help="print the names MODULE lacks ('' for the top level)")
+    args = ap.parse_args(argv)
+    import tensorflow as tf
+
+    data = survey()
+    if args.missing is not None:
+        print("\n".join(data[args.missing]["lack"]))
+        return 0
+    text = render(data, tf.__version__)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
