@@ -531,3 +531,35 @@ def test_two_layer_net_sgd_reduces_loss():
                 s.run(step, {x: xs, y: ys})
             last = s.run(loss, {x: xs, y: ys})
     assert last < 0.5 * first
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_grad_goes_to_the_first_maximum_of_each_window(fmt, dtype):
+    """2x2 windows at stride 2, with many ties: each window's gradient goes to its first
+    maximum in row-major order (TF CPU's choice), in both data formats."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (2, 4, 6, 3)).astype(dtype)  # many ties
+    dy = rng.standard_normal((2, 2, 3, 3)).astype(dtype)
+    if fmt == "NCHW":
+        x, dy = x.transpose(0, 3, 1, 2), dy.transpose(0, 3, 1, 2)
+    ks = [1, 1, 2, 2] if fmt == "NCHW" else [1, 2, 2, 1]
+    with tf.Graph().as_default():
+        xt = tf.constant(x)
+        yt = tf.nn.max_pool(xt, ks, ks, "VALID", data_format=fmt)
+        grad = tf.gradients(yt, xt, grad_ys=tf.constant(dy))[0]
+        with tf.Session() as s:
+            got = s.run(grad)
+    xn = x.transpose(0, 2, 3, 1) if fmt == "NCHW" else x
+    dn = dy.transpose(0, 2, 3, 1) if fmt == "NCHW" else dy
+    want = np.zeros_like(xn)
+    for b in range(2):
+        for i in range(2):
+            for j in range(3):
+                for ch in range(3):
+                    win = xn[b, 2 * i:2 * i + 2, 2 * j:2 * j + 2, ch].reshape(-1)
+                    k = int(np.argmax(win))  # first maximum, row-major
+                    want[b, 2 * i + k // 2, 2 * j + k % 2, ch] += dn[b, i, j, ch]
+    if fmt == "NCHW":
+        want = want.transpose(0, 3, 1, 2)
+    np.testing.assert_array_equal(got, want)

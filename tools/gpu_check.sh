@@ -18,11 +18,12 @@ for m in ("numpy", "cupy", "pluggy", "grpc", "zmq", "google.protobuf", "pytest",
         print(f"  {m:16} MISSING ({type(e).__name__})")
 PYEOF
 if ! $PY -c "import flowrt" 2>/dev/null; then
-  if ! $PY -m pip install -q --no-deps --no-build-isolation -e . 2>/tmp/pip.err; then
-    echo "editable install failed ($(tail -1 /tmp/pip.err)); using a path instead"
-    mkdir -p /tmp/flowrt_site && ln -sfn "$PWD/core" /tmp/flowrt_site/flowrt
+  scratch=$(mktemp -d)
+  if ! $PY -m pip install -q --no-deps --no-build-isolation -e . 2>"$scratch/pip.err"; then
+    echo "editable install failed ($(tail -1 "$scratch/pip.err")); using a path instead"
+    ln -sfn "$PWD/core" "$scratch/flowrt"
     ln -sfn "$PWD/plugins" core/plugins
-    export PYTHONPATH=/tmp/flowrt_site${PYTHONPATH:+:$PYTHONPATH}
+    export PYTHONPATH=$scratch${PYTHONPATH:+:$PYTHONPATH}
   fi
 fi
 $PY -c "import flowrt as tf; rt = tf.default_runtime(); print('flowrt', tf.__version__, sorted(rt.device_types)); print([d.name for d in rt.device_type('GPU').discover(None, 'localhost', 0)][:2])" 2>&1 | tail -3

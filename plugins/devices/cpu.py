@@ -28,7 +28,7 @@ from flowrt.hookspecs import hookimpl
 __all__ = ["CPUDevice", "flowrt_device_types", "set_blas_threads", "SMALL_GEMM_FLOPS"]
 
 #: GEMMs with fewer multiply-adds (m * k * n) than this run with BLAS on one thread
-SMALL_GEMM_FLOPS = 1 << 24
+SMALL_GEMM_FLOPS = 1 << 23
 
 
 class CPUDevice(Device):
