@@ -831,11 +831,12 @@ def concat(values: Any, axis: Any, name: str = "concat") -> Tensor:
     if not isinstance(values, (list, tuple)):
         values = [values]
     if len(values) == 1:
-        with name_scope(name) as scope:
+        with name_scope(name):
             ax = _convert(axis, name="concat_dim", dtype=_dt.int32)
             if ax.shape.ndims is not None and ax.shape.ndims != 0:
                 raise ValueError(f"Shape {ax.shape} must have rank 0")
-            return apply_op("Identity", name=scope, input=values[0])
+            # TF: identity(values[0], name=name) inside the scope: concat/concat
+            return apply_op("Identity", name=name, input=values[0])
     return _apply("ConcatV2", name=name, values=list(values), axis=axis)
 
 
@@ -2811,8 +2812,8 @@ def _unique_kernel(ctx: Any) -> Callable:
     return _string_safe(ctx, unique)
 
 
-_UniqueOutput = collections.namedtuple("UniqueOutput", ["y", "idx"])
-_UniqueWithCountsOutput = collections.namedtuple("UniqueWithCountsOutput",
+_UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
+_UniqueWithCountsOutput = collections.namedtuple("UniqueWithCounts",
                                                  ["y", "idx", "count"])
 
 

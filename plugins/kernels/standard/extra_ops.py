@@ -159,8 +159,9 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
         ids = convert_to_tensor(ids, name="ids")
         if np_ == 1:
             with colocate_with(params[0].op):
-                res = tf.gather(params[0], ids, name=name)
-            return _clip_embeddings(res, ids, max_norm)
+                res = _clip_embeddings(tf.gather(params[0], ids, name=name), ids, max_norm)
+            # as TF: the result carries no colocation with the params
+            return tf.identity(res)
         flat_ids = tf.reshape(ids, [-1])
         original_indices = tf.range(tf.size(flat_ids))
         if partition_strategy == "mod":

@@ -864,8 +864,7 @@ def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Tensor:
     scalar = convert_to_tensor(scalar, dtype=x.dtype.base_dtype, name="scalar")
     if scalar.shape.ndims != 0:
         raise ValueError(f"Only scalar multiply works, got shape {scalar.shape}")
-    with name_scope(name, "scalar_mul", [scalar, x]) as scope:
-        return apply_op("Mul", name=scope, x=scalar, y=x)
+    return apply_op("Mul", name=name, x=scalar, y=x)  # TF: gen_math_ops.mul(scalar, x, name)
 
 
 # -- division family: Python-level dtype rules ----------------------------------------------

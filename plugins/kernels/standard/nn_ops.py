@@ -886,10 +886,18 @@ def sigmoid_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
 
 
 @ks.api("nn.weighted_cross_entropy_with_logits")
-def weighted_cross_entropy_with_logits(targets: Any, logits: Any, pos_weight: Any,
-                                       name: str | None = None) -> Tensor:
+def weighted_cross_entropy_with_logits(labels: Any = None, logits: Any = None,
+                                       pos_weight: Any = None, name: str | None = None,
+                                       targets: Any = None) -> Tensor:
     """Logistic loss with positive examples weighted by ``pos_weight``
-    (``tf.nn.weighted_cross_entropy_with_logits``)."""
+    (``tf.nn.weighted_cross_entropy_with_logits``; ``targets`` is TF 1.x's older name
+    of ``labels``)."""
+    if labels is not None and targets is not None:
+        raise ValueError("Cannot specify both 'labels' and 'targets'")
+    targets = labels if labels is not None else targets
+    if targets is None or logits is None or pos_weight is None:
+        raise ValueError("weighted_cross_entropy_with_logits needs labels (or targets), "
+                         "logits and pos_weight")
     with name_scope(name, "logistic_loss", [logits, targets]) as scope:
         logits = convert_to_tensor(logits, name="logits")
         targets = convert_to_tensor(targets, name="targets")
