@@ -1242,3 +1242,11 @@ def test_setdiff1d_rejects_matrices_naming_the_op():
     with tf.Session() as s:
         with pytest.raises(tf.errors.InvalidArgumentError, match="x should be a 1D vector"):
             s.run(out, {x: [[1, 2]]})
+
+
+def test_constant_with_more_values_than_its_shape_holds_is_a_value_error():
+    # TF 1.15's make_tensor_proto: ValueError with this message
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="Too many elements provided. Needed at most 2, "
+                                             "but received 3"):
+            tf.constant([1, 2, 3], shape=[2])

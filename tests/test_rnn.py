@@ -768,11 +768,15 @@ def test_sequence_length_of_the_wrong_batch_size_fails_at_run_time():
                                                             num_proj=2)])
 def test_gradients_through_dynamic_rnn_are_numerically_right(make):
     batch, steps, depth = 2, 3, 2
-    xs = RNG.standard_normal((batch, steps, depth))
+    # fixed inputs and initial weights: the error of central differences (step 1e-3)
+    # depends on them, and with unseeded weights it reached 1.03e-5 once in a full run
+    rng = np.random.default_rng(11)
+    tf.set_random_seed(11)
+    xs = rng.standard_normal((batch, steps, depth))
     x = tf.placeholder(tf.float64, [batch, steps, depth])
     out, state = tf.nn.dynamic_rnn(make(), x, sequence_length=[3, 2], dtype=tf.float64)
     parts = list(state) if isinstance(state, tuple) else [state]
-    y = tf.reduce_sum(out * tf.constant(RNG.standard_normal(out.shape.as_list()))) + \
+    y = tf.reduce_sum(out * tf.constant(rng.standard_normal(out.shape.as_list()))) + \
         tf.reduce_sum(tf.concat(parts, 1))
     with tf.Session():
         tf.global_variables_initializer().run()

@@ -77,8 +77,8 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
                 raise ValueError("tf.constant: cannot fill a shape from an empty value")
             arr = np.concatenate([flat, np.repeat(flat[-1:], n - flat.size)]).reshape(target)
         else:
-            raise TypeError(f"Too many elements provided. Needed at most {n}, but received "
-                            f"{arr.size}")
+            raise ValueError(f"Too many elements provided. Needed at most {n}, but received "
+                             f"{arr.size}")
     g = get_default_graph()
     op = g.create_op("Const", [], [want], name=name or "Const",
                      attrs={"value": arr, "dtype": want})
