@@ -136,8 +136,6 @@ def test_slice_of_two_dims(tmp_path):
 def test_tf_fixture_restore():
     """A checkpoint written by TensorFlow 1.x (emb partitioned in 3, w whole)."""
     base = os.path.join(os.path.dirname(__file__), "data", "tf_partitioned", "model.ckpt")
-    if not os.path.exists(base + ".index"):
-        pytest.skip("TF fixture not present")
     want = np.arange(12, dtype=np.float32).reshape(6, 2)
     assert dict(tf.train.list_variables(base)) == {"emb": [6, 2], "w": [3]}
     np.testing.assert_array_equal(tf.train.load_variable(base, "emb"), want)

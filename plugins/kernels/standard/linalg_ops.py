@@ -351,6 +351,13 @@ def _cholesky_kernel(ctx: Any) -> Callable:
     return cholesky_kernel
 
 
+def _check_rhs(a: Any, b: Any) -> None:
+    """``b`` is a matrix (batch) with as many rows as square ``a`` has columns."""
+    if np.ndim(b) < 2 or b.shape[-2] != a.shape[-1]:
+        raise _invalid(f"Input matrix and right-hand side must have the same number of "
+                       f"rows: {np.shape(a)} vs. {np.shape(b)}")
+
+
 @ks.kernel("MatrixSolve", expensive=True)
 def _matrix_solve_kernel(ctx: Any) -> Callable:
     xp, dt = ctx.xp, ctx.output_dtypes[0].np
@@ -358,9 +365,7 @@ def _matrix_solve_kernel(ctx: Any) -> Callable:
 
     def matrix_solve(a: Any, b: Any) -> Any:
         _check_square(a)
-        if np.ndim(b) < 2 or b.shape[-2] != a.shape[-1]:
-            raise _invalid(f"Input matrix and right-hand side must have the same number of "
-                           f"rows: {np.shape(a)} vs. {np.shape(b)}")
+        _check_rhs(a, b)
         if a.shape[:-2] != b.shape[:-2]:
             raise _invalid(f"All input tensors must have the same outer dimensions: "
                            f"{np.shape(a)} vs. {np.shape(b)}")
@@ -382,9 +387,7 @@ def _matrix_triangular_solve_kernel(ctx: Any) -> Callable:
 
     def matrix_triangular_solve(a: Any, b: Any) -> Any:
         _check_square(a)
-        if np.ndim(b) < 2 or b.shape[-2] != a.shape[-1]:
-            raise _invalid(f"Input matrix and right-hand side must have the same number of "
-                           f"rows: {np.shape(a)} vs. {np.shape(b)}")
+        _check_rhs(a, b)
         try:
             np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except ValueError:
