@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import flowrt as tf
 from flowrt import errors
@@ -563,3 +564,62 @@ def test_max_pool_grad_goes_to_the_first_maximum_of_each_window(fmt, dtype):
     if fmt == "NCHW":
         want = want.transpose(0, 3, 1, 2)
     np.testing.assert_array_equal(got, want)
+
+
+def _max_pool_grad_reference(x: np.ndarray, dy: np.ndarray, kh: int, kw: int) -> np.ndarray:
+    """TF CPU's MaxPoolGrad for VALID windows at stride = window (NHWC): a window's
+    gradient goes to its first element, or to any later one strictly greater than the
+    best so far, scanning row-major (so a NaN is never chosen after the first)."""
+    dx = np.zeros_like(x)
+    n, oh, ow, c = dy.shape
+    for b, i, j, ch in np.ndindex(n, oh, ow, c):
+        win = x[b, i * kh:(i + 1) * kh, j * kw:(j + 1) * kw, ch].reshape(-1)
+        best, k = win[0], 0
+        for o in range(1, win.size):
+            if win[o] > best:
+                best, k = win[o], o
+        dx[b, i * kh + k // kw, j * kw + k % kw, ch] += dy[b, i, j, ch]
+    return dx
+
+
+@settings(max_examples=40, deadline=None)
+@given(kh=st.integers(1, 3), kw=st.integers(1, 3), extra_h=st.integers(0, 2),
+       extra_w=st.integers(0, 2), nans=st.sampled_from(["none", "later", "first"]),
+       dtype=st.sampled_from([np.float32, np.float16, np.float64]),
+       seed=st.integers(0, 2 ** 16))
+def test_max_pool_grad_tiled_windows_match_tf_rule(kh, kw, extra_h, extra_w, nans, dtype,
+                                                   seed):
+    """Windows that tile the input (stride = window, VALID) take a vectorised path: it
+    must give TF's routing exactly, with ties, NaNs (a window starting with NaN keeps
+    it; a later NaN is skipped) and rows/columns no window reaches (zero gradient)."""
+    rng = np.random.default_rng(seed)
+    oh, ow = 2, 3
+    extra_h, extra_w = extra_h % kh, extra_w % kw  # fewer than a window: unreached
+    x = rng.integers(0, 3, (2, oh * kh + extra_h, ow * kw + extra_w, 2)).astype(dtype)
+    if nans != "none":
+        flat = x.reshape(-1)
+        flat[rng.choice(flat.size, 4, replace=False)] = np.nan
+        if nans == "first":
+            x[0, 0, 0, 0] = np.nan
+    dy = rng.standard_normal((2, oh, ow, 2)).astype(dtype)
+    with tf.Graph().as_default():
+        g = apply_op("MaxPoolGrad", orig_input=tf.constant(x),
+                     orig_output=tf.constant(np.zeros_like(dy)), grad=tf.constant(dy),
+                     ksize=[1, kh, kw, 1], strides=[1, kh, kw, 1], padding="VALID")
+        with tf.Session() as s:
+            got = s.run(g)
+    np.testing.assert_array_equal(got, _max_pool_grad_reference(x, dy, kh, kw))
+
+
+@pytest.mark.parametrize("op_type", ["ReluGrad", "Relu6Grad"])
+def test_relu_grad_multiplies_by_the_mask_like_tf(op_type):
+    """TF computes ``gradients * (features > 0)``: a NaN or infinite gradient where the
+    unit is off gives NaN (0 * NaN), not 0; a finite one gives 0 there."""
+    g = np.array([np.nan, np.inf, 1.0, np.nan, 3.0], np.float32)
+    f = np.array([-1.0, -1.0, -1.0, 2.0, 2.0], np.float32)
+    with tf.Graph().as_default():
+        out = apply_op(op_type, gradients=tf.constant(g), features=tf.constant(f))
+        with tf.Session() as s:
+            got = s.run(out)
+    np.testing.assert_array_equal(got, np.array([np.nan, np.nan, 0.0, np.nan, 3.0],
+                                                np.float32))

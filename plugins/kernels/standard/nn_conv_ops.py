@@ -29,6 +29,7 @@ from ._common import ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from .array_grad import shape_tensor
 from .array_ops import _convert, _shape_value, _static_value
+from .nn_ops import window_patches
 from .nn_ops import (_convert_padding, _deprecated_lookup, _float_compute_dtype,
                      _get_sequence, _merge_dim, _shape_error, _static_windowed_size,
                      _windowed_size, _with_rank, conv2d)
@@ -119,8 +120,9 @@ def im2col(xp: Any, x: Any, geo: list[tuple[int, int, int]], k_sp: Sequence[int]
     pads = [(lo, hi) for _, lo, hi in geo]
     if any(p != (0, 0) for p in pads):
         x = xp.pad(x, [(0, 0)] + pads + [(0, 0)], constant_values=fill)
-    keys = window_keys(k_sp, [g[0] for g in geo], strides, dil)
-    return xp.stack([x[(slice(None),) + k + (slice(None),)] for k in keys], axis=-2)
+    o_sp = [g[0] for g in geo]
+    p = window_patches(xp, x, o_sp, k_sp, strides, dil)
+    return p.reshape(p.shape[:1 + len(o_sp)] + (-1, p.shape[-1]))
 
 
 def col2im(xp: Any, cols: Any, in_shape: Sequence[int], geo: list[tuple[int, int, int]],

@@ -27,6 +27,7 @@ from ._common import constant_value, ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
+from .nn_ops import batch_parts, window_patches
 from .nn_ops import (_SELU_ALPHA, _SELU_SCALE, _check_conv_attrs, _convert_padding,
                      _deprecated_lookup, _explicit_pads, _float_compute_dtype, _get_sequence,
                      _nhwc_index, _shape_error, _strides_list, _windowed_size, _with_rank,
@@ -105,10 +106,13 @@ def _activation_grad_kernel(fn: Callable[..., Any]) -> Callable[[Any], Callable]
     return factory
 
 
+# TF's ReluGrad/Relu6Grad multiply by the mask (``gradients * (features > 0)``), so a
+# NaN or infinite gradient stays NaN where the unit is off; a multiply is also 5x faster
+# than numpy's ``where``
 ks.kernel("ReluGrad")(_activation_grad_kernel(
-    lambda xp, g, f, z: xp.where(f > 0, g, z)))
+    lambda xp, g, f, z: g * (f > 0)))
 ks.kernel("Relu6Grad")(_activation_grad_kernel(
-    lambda xp, g, f, z: xp.where((f > 0) & (f < 6), g, z)))
+    lambda xp, g, f, z: g * ((f > 0) & (f < 6))))
 ks.kernel("EluGrad")(_activation_grad_kernel(
     lambda xp, g, y, z: xp.where(y < 0, g * (y + 1), g)))
 ks.kernel("SeluGrad")(_activation_grad_kernel(
@@ -491,13 +495,22 @@ def _conv2d_backprop_input_kernel(ctx: Any) -> Callable:
         geo.check_out_backprop(dy.shape, (n, oh, ow, fo))
         if n * h * wd * c == 0 or dy.size == 0 or kh * kw == 0:
             return geo.from_nhwc(xp, xp.zeros((n, h, wd, c), dtype=out_dt))
-        k = kh * kw * c
-        cols = xp.matmul(dy.astype(cdt, copy=False).reshape(-1, fo),
-                         w.astype(cdt, copy=False).reshape(k, fo).T)
-        cols = cols.reshape(n, oh, ow, kh * kw, c)
-        dxp = xp.zeros((n, h + pt + pb, wd + pl + pr, c), dtype=cols.dtype)
-        for idx, (si, sj) in enumerate(geo.windows(kh, kw, oh, ow)):
-            dxp[:, si, sj, :] += cols[:, :, :, idx, :]
+        # one GEMM per window offset (a batched matmul), each giving that offset's
+        # contribution as a contiguous (n, oh, ow, c) block: adding those into the padded
+        # input gradient reads contiguously (col2im over a (n, oh, ow, kh*kw, c) result
+        # read with a stride of kh*kw*c, measured 1.5x slower)
+        wt = w.astype(cdt, copy=False).reshape(kh * kw, c, fo).transpose(0, 2, 1)
+        dyc = dy.astype(cdt, copy=False)
+        dxp = xp.zeros((n, h + pt + pb, wd + pl + pr, c), dtype=wt.dtype)
+        wins = geo.windows(kh, kw, oh, ow)
+
+        def part(lo: int, hi: int) -> None:
+            cols = xp.matmul(dyc[lo:hi].reshape(1, -1, fo), wt)
+            dst = dxp[lo:hi]
+            for idx, (si, sj) in enumerate(wins):
+                dst[:, si, sj, :] += cols[idx].reshape(hi - lo, oh, ow, c)
+
+        batch_parts(ctx, n, oh * ow * kh * kw * c * wt.itemsize, part)
         dx = dxp[:, pt:pt + h, pl:pl + wd, :].astype(out_dt, copy=False)
         return geo.from_nhwc(xp, dx)
 
@@ -530,10 +543,18 @@ def _conv2d_backprop_filter_kernel(ctx: Any) -> Callable:
         xc = x.astype(cdt, copy=False)
         if pt or pb or pl or pr:
             xc = xp.pad(xc, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-        cols = [xc[:, si, sj, :] for si, sj in geo.windows(kh, kw, oh, ow)]
-        patches = cols[0] if len(cols) == 1 else xp.concatenate(cols, axis=3)
-        dw = xp.matmul(patches.reshape(n * oh * ow, kh * kw * c).T,
-                       dy.astype(cdt, copy=False).reshape(-1, fo))
+        k = kh * kw * c
+        dyc = dy.astype(cdt, copy=False)
+
+        def part(lo: int, hi: int) -> Any:
+            patches = window_patches(xp, xc[lo:hi], (oh, ow), (kh, kw), (geo.sh, geo.sw),
+                                     (geo.dh, geo.dw))
+            return xp.matmul(patches.reshape(-1, k).T, dyc[lo:hi].reshape(-1, fo))
+
+        parts = batch_parts(ctx, n, oh * ow * k * xc.itemsize, part)
+        dw = parts[0]
+        for p in parts[1:]:
+            dw += p
         return dw.reshape(kh, kw, c, fo).astype(out_dt, copy=False)
 
     return conv2d_backprop_filter
@@ -791,6 +812,51 @@ def _max_positions(xp: Any, pg: _PoolGeometry, x: Any, geo: list[tuple[int, int,
     return arg, wins
 
 
+def _tiled(pg: _PoolGeometry, geo: list[tuple[int, int, int]]) -> bool:
+    """Whether the pooling windows tile the input: no padding, no pooling over channels
+    and strides equal to the window (the usual 2x2/2 max pool), so every input element
+    lies in at most one window."""
+    return (pg.ks3[2] == 1 and pg.st3[2] == 1 and pg.st3[:2] == pg.ks3[:2]
+            and all(lo == 0 and hi == 0 for _, lo, hi in geo))
+
+
+def _max_pool_grad_tiled(ctx: Any, pg: _PoolGeometry, x: Any, dy: Any, out_dt: Any) -> Any:
+    """MaxPoolGrad when the windows tile the input (see :func:`_tiled`): the input is
+    viewed as ``(n, oh, kh, ow, kw, c)`` and each window offset is one vectorised pass,
+    with arithmetic instead of masked assignment (numpy's ``where``/masked ``copyto``
+    cost 5-10x a plain ufunc pass). The same choice as :func:`_max_positions`: the first
+    maximum in row-major window order. Returns None when a window starts with NaN (the
+    general path handles that case exactly)."""
+    xp = ctx.xp
+    n, h, w, c = x.shape
+    kh, kw = pg.ks3[0], pg.ks3[1]
+    oh, ow = dy.shape[1], dy.shape[2]
+    xw = x[:, :oh * kh, :ow * kw, :].reshape(n, oh, kh, ow, kw, c)
+    if x.dtype.kind in "fc" and bool(xp.isnan(xw[:, :, 0, :, 0, :]).any()):
+        return None
+    dx6 = xp.empty((n, oh, kh, ow, kw, c), dtype=out_dt)
+
+    def part(lo: int, hi: int) -> None:
+        xs = xw[lo:hi]
+        best = xs[:, :, 0, :, 0, :].copy()
+        arg = xp.zeros(best.shape, dtype=np.int8)
+        for o in range(1, kh * kw):
+            win = xs[:, :, o // kw, :, o % kw, :]
+            take = win > best          # strictly greater: ties keep the earlier offset
+            arg += take * (o - arg).astype(np.int8, copy=False)
+            xp.fmax(best, win, out=best)    # fmax skips NaNs, as the comparison does
+        for o in range(kh * kw):
+            xp.multiply(dy[lo:hi], arg == o, out=dx6[lo:hi, :, o // kw, :, o % kw, :])
+
+    batch_parts(ctx, n, x[0].size * x.itemsize * 4, part)
+    dx = dx6.reshape(n, oh * kh, ow * kw, c)
+    if (oh * kh, ow * kw) != (h, w):    # rows/columns no window reaches get nothing
+        full = xp.zeros(x.shape, dtype=out_dt)
+        full[:, :oh * kh, :ow * kw, :] = dx
+        dx = full
+    return dx
+
+
 @ks.kernel("MaxPoolGrad", expensive=True)
 def _max_pool_grad_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
@@ -809,6 +875,10 @@ def _max_pool_grad_kernel(ctx: Any) -> Callable:
                            f"{_fmt(y.shape)} and {_fmt(dy.shape)}")
         if x.size == 0 or dy.size == 0:
             return pg.from_nhwc(xp, xp.zeros(x.shape, dtype=out_dt))
+        if _tiled(pg, geo):
+            dx = _max_pool_grad_tiled(ctx, pg, x, dy, out_dt)
+            if dx is not None:
+                return pg.from_nhwc(xp, dx)
         arg, wins = _max_positions(xp, pg, x, geo)
         dxp = xp.zeros(pg.padded_shape(x.shape[0], geo, x.shape[1:]), dtype=out_dt)
         zero = xp.zeros((), dtype=out_dt)

@@ -198,6 +198,32 @@ def _one(ctx: Any) -> Any:
     return np.dtype(ctx.output_dtypes[0].np).type(1) if ctx.xp is np else 1
 
 
+#: a dense update of a variable this large (elements) is split over the CPU's intra-op
+#: threads (a 3136x1024 dense kernel's Adam update: 13 MB per array, about a dozen passes)
+_SPLIT_SIZE = 1 << 20
+
+
+def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
+                  arrays: Sequence[Any], scalars: Sequence[Any], n_out: int) -> tuple:
+    """``fn(*arrays, *scalars)`` computed over contiguous ranges of the flattened arrays,
+    side by side on the device's intra-op threads, into ``n_out`` new arrays."""
+    xp = ctx.xp
+    size = arrays[0].size
+    flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
+    outs = [xp.empty(size, dtype=arrays[0].dtype) for _ in range(n_out)]
+    parts = max(2, int(ctx.device.parallelism())) * 4
+    step = -(-size // parts)
+
+    def part(i: int) -> None:
+        lo, hi = i * step, min(size, (i + 1) * step)
+        res = fn(*[a[lo:hi] for a in flat], *scalars)
+        for o, r in zip(outs, res):
+            o[lo:hi] = r
+
+    pmap(part, -(-size // step))
+    return tuple(o.reshape(arrays[0].shape) for o in outs)
+
+
 @ks.kernel("ApplyGradientDescent")
 def _gd_kernel(ctx: Any) -> Any:
     def update(var: Any, alpha: Any, delta: Any) -> tuple[Any]:
@@ -226,17 +252,36 @@ def _adam_kernel(ctx: Any) -> Any:
     one = _one(ctx)
     nesterov = bool(ctx.attrs.get("use_nesterov", False))
 
+    def step_of(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any,
+                eps: Any) -> tuple:
+        # TF's expressions in TF's order, written in place into each new array: four
+        # allocations instead of eleven (a fresh large array costs its page faults)
+        m_new = grad - m
+        m_new *= one - b1
+        m_new += m
+        v_new = grad * grad
+        v_new -= v
+        v_new *= one - b2
+        v_new += v
+        denom = sqrt(v_new)
+        denom += eps
+        if nesterov:
+            step = grad * (one - b1)
+            step += b1 * m_new
+            step *= alpha
+        else:
+            step = m_new * alpha
+        step /= denom
+        return var - step, m_new, v_new
+
     def update(var: Any, m: Any, v: Any, b1p: Any, b2p: Any, lr: Any, b1: Any, b2: Any,
                eps: Any, grad: Any) -> tuple:
         alpha = lr * sqrt(one - b2p) / (one - b1p)
-        m = m + (grad - m) * (one - b1)
-        v = v + (grad * grad - v) * (one - b2)
-        if nesterov:
-            step = ((grad * (one - b1) + b1 * m) * alpha) / (sqrt(v) + eps)
-        else:
-            step = (m * alpha) / (sqrt(v) + eps)
-        return var - step, m, v
+        if var.size < _SPLIT_SIZE or pmap is None:
+            return step_of(var, m, v, grad, alpha, b1, b2, eps)
+        return _split_update(ctx, pmap, step_of, (var, m, v, grad), (alpha, b1, b2, eps), 3)
 
+    pmap = getattr(ctx.device, "parallel_map", None) if ctx.xp is np else None
     return _make_apply(ctx, ["var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
                              "beta2", "epsilon", "grad"], 3, range(3, 9), update)
 

@@ -1,0 +1,180 @@
+"""The CPU device's intra-op parallelism: ``parallel_map`` and BLAS single-thread
+regions (plugins/devices/cpu.py), and the convolutions that split their batch over it."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import flowrt as tf
+from flowrt.plugins.devices import cpu
+
+
+@pytest.fixture
+def two_threads():
+    old = cpu.intra_op_threads()
+    cpu.set_intra_op_threads(2)
+    yield
+    cpu.set_intra_op_threads(old)
+
+
+def test_parallel_map_returns_results_in_order_and_uses_another_thread(two_threads):
+    seen = set()
+    both = threading.Barrier(2, timeout=10)
+
+    def part(i):
+        seen.add(threading.get_ident())
+        if i < 2:
+            both.wait()  # parts 0 and 1 can only both pass on two threads at once
+        return i * i
+
+    assert cpu.parallel_map(part, 6) == [0, 1, 4, 9, 16, 25]
+    assert len(seen) == 2
+
+
+def test_parallel_map_raises_a_parts_error_after_all_parts_stop(two_threads):
+    running = []
+
+    def part(i):
+        running.append(i)
+        if i == 1:
+            raise ValueError("part 1 failed")
+        time.sleep(0.01)
+        return i
+
+    with pytest.raises(ValueError, match="part 1 failed"):
+        cpu.parallel_map(part, 4)
+    # nothing is still running once the error is raised
+    n = len(running)
+    time.sleep(0.05)
+    assert len(running) == n
+
+
+def test_nested_parallel_map_runs_in_turn_without_deadlock(two_threads):
+    def outer(i):
+        return sum(cpu.parallel_map(lambda j: i * 10 + j, 3))
+
+    assert cpu.parallel_map(outer, 4) == [3, 33, 63, 93]
+
+
+def _blas_get():
+    blas = cpu._blas()
+    return None if blas is None else int(blas[1]())
+
+
+def test_blas_single_threaded_regions_nest_and_restore():
+    if cpu._blas() is None:
+        pytest.skip("no OpenBLAS in this process")
+    old = cpu._blas_threads[0]
+    try:
+        assert cpu.set_blas_threads(2)
+        with cpu.blas_single_threaded():
+            assert _blas_get() == 1
+            with cpu.blas_single_threaded():
+                assert _blas_get() == 1
+            assert _blas_get() == 1
+        assert _blas_get() == 2
+        # overlapping regions on two threads: the count comes back only when both close
+        inside, release = threading.Event(), threading.Event()
+
+        def other():
+            with cpu.blas_single_threaded():
+                inside.set()
+                release.wait(5)
+
+        t = threading.Thread(target=other)
+        t.start()
+        assert inside.wait(5)
+        with cpu.blas_single_threaded():
+            pass
+        assert _blas_get() == 1  # the other thread's region is still open
+        release.set()
+        t.join(5)
+        assert _blas_get() == 2
+    finally:
+        cpu.set_blas_threads(old)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch", [1, 3, 64])
+def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monkeypatch):
+    """Conv2D and both gradients, computed in batch chunks over the intra-op threads
+    (a small CHUNK_BYTES forces several), equal the float64 result computed whole."""
+    from flowrt.plugins.kernels.standard import nn_ops
+    monkeypatch.setattr(nn_ops, "CHUNK_BYTES", 64 << 10)
+    old = cpu.intra_op_threads()
+    cpu.set_intra_op_threads(threads)
+    try:
+        rng = np.random.default_rng(batch)
+        x = rng.standard_normal((batch, 9, 7, 5))
+        w = rng.standard_normal((3, 3, 5, 4))
+        dy = rng.standard_normal((batch, 9, 7, 4))
+        got, want = [], []
+        for dtype, out in ((np.float32, got), (np.float64, want)):
+            with tf.Graph().as_default():
+                xt, wt, dt = (tf.constant(a.astype(dtype)) for a in (x, w, dy))
+                y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
+                gx = tf.nn.conv2d_backprop_input([batch, 9, 7, 5], wt, dt, [1, 1, 1, 1], "SAME")
+                gw = tf.nn.conv2d_backprop_filter(xt, [3, 3, 5, 4], dt, [1, 1, 1, 1], "SAME")
+                with tf.Session() as s:
+                    out.extend(s.run([y, gx, gw]))
+        for g, wv in zip(got, want):
+            np.testing.assert_allclose(g, wv, rtol=1e-4, atol=1e-4)
+    finally:
+        cpu.set_intra_op_threads(old)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb):
+    """A product over SMALL_GEMM_FLOPS is split by rows of the result over the intra-op
+    threads; every transpose combination gives numpy's product."""
+    from flowrt.plugins.kernels.standard.math_ops import SMALL_GEMM_FLOPS
+    rng = np.random.default_rng(7)
+    m, k, n = 301, 200, 150
+    assert m * k * n >= SMALL_GEMM_FLOPS
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    with tf.Graph().as_default():
+        p = tf.matmul(a, b, transpose_a=ta, transpose_b=tb)
+        with tf.Session() as s:
+            got = s.run(p)
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_adam_update_of_a_large_variable_split_over_threads_matches_whole(two_threads,
+                                                                          nesterov):
+    """ApplyAdam on a variable of over a million elements runs in ranges on the intra-op
+    threads: the same numbers as TF's formula applied to the whole arrays."""
+    from flowrt.plugins.kernels.standard import training_ops as tops
+    rng = np.random.default_rng(11)
+    shape = (1100, 1000)
+    assert np.prod(shape) >= tops._SPLIT_SIZE
+    var0 = rng.standard_normal(shape).astype(np.float32)
+    grad = rng.standard_normal(shape).astype(np.float32)
+    lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
+    with tf.Graph().as_default():
+        v = tf.Variable(var0)
+        m = tf.Variable(np.full(shape, 0.1, np.float32))
+        s2 = tf.Variable(np.full(shape, 0.2, np.float32))
+        upd = tops.apply_adam(v, m, s2, 0.5, 0.25, lr, b1, b2, eps, tf.constant(grad),
+                              use_nesterov=nesterov)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got_v, got_m, got_s = s.run(upd), s.run(m), s.run(s2)
+    one = np.float32(1)
+    alpha = np.float32(lr) * np.sqrt(one - np.float32(0.25)) / (one - np.float32(0.5))
+    want_m = np.float32(0.1) + (grad - np.float32(0.1)) * (one - np.float32(b1))
+    want_s = np.float32(0.2) + (grad * grad - np.float32(0.2)) * (one - np.float32(b2))
+    if nesterov:
+        step = (grad * (one - np.float32(b1)) + np.float32(b1) * want_m) * alpha
+    else:
+        step = want_m * alpha
+    want_v = var0 - step / (np.sqrt(want_s) + np.float32(eps))
+    np.testing.assert_allclose(got_m, want_m, rtol=1e-6)
+    np.testing.assert_allclose(got_s, want_s, rtol=1e-6)
+    np.testing.assert_allclose(got_v, want_v, rtol=1e-5, atol=1e-6)
