@@ -50,6 +50,14 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "fftnd": _TF2, "ifftnd": _TF2, "rfftnd": _TF2, "irfftnd": _TF2,
         "conv": _TF2, "conv2d_backprop_filter_v2": _TF2, "conv2d_backprop_input_v2": _TF2,
         "approx_top_k": _TF2, "GradientTape": "eager only; flowrt is graph mode only",
+        # not in TF 1.15's v1 API (tensorflow/tools/api/golden/v1/tensorflow.pbtxt of
+        # the 1.15 line lists tensor_scatter_nd_add/sub/update only, no check_pinned,
+        # no CXX_VERSION, no types or mixed_precision module); added in TF 2.x
+        "tensor_scatter_nd_max": _TF2, "tensor_scatter_nd_min": _TF2,
+        "check_pinned": _TF2, "random_index_shuffle": _TF2,
+        "ragged_fill_empty_rows": _TF2, "ragged_fill_empty_rows_grad": _TF2,
+        "NoneTensorSpec": _TF2, "CXX_VERSION": _TF2, "types": _TF2,
+        "mixed_precision": _TF2,
     },
     "signal": {n: _TF2 for n in ("fftnd", "ifftnd", "rfftnd", "irfftnd", "mdct",
                                  "inverse_mdct", "kaiser_window",

@@ -48,6 +48,11 @@ from . import graph_api  # noqa: F401,E402
 from . import spectral_ops  # noqa: F401,E402
 from . import check_ops  # noqa: F401,E402
 from . import scatter_more_ops  # noqa: F401,E402
+from . import top_level_ops  # noqa: F401,E402
+from . import top_level_io  # noqa: F401,E402
+from . import quantize_ops  # noqa: F401,E402
+from . import top_level_specs  # noqa: F401,E402
+from . import top_level_critical  # noqa: F401,E402
 from . import passes  # noqa: E402
 
 __all__ = ["ks", "flowrt_kernel_sets", "flowrt_graph_passes"]
