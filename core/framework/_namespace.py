@@ -20,7 +20,7 @@ NAMESPACES = ("nn", "math", "random", "linalg", "train", "initializers", "layers
               "keras", "sets", "test", "graph_util", "quantization", "lite", "distribute",
               "estimator", "feature_column", "app", "flags", "profiler", "python_io",
               "resource_loader", "sysconfig", "manip", "spectral", "nn.rnn_cell", "queue",
-              "train.queue_runner")
+              "train.queue_runner", "gfile", "io.gfile", "app.flags", "data.experimental")
 
 
 class LazyNamespace(types.ModuleType):

@@ -201,6 +201,10 @@ def _one(ctx: Any) -> Any:
 #: a dense update of a variable this large (elements) is split over the CPU's intra-op
 #: threads (a 3136x1024 dense kernel's Adam update: 13 MB per array, about a dozen passes)
 _SPLIT_SIZE = 1 << 20
+#: elements per range of a split update: a range's temporaries (a dozen arrays of 256 KB)
+#: stay in cache, so only the inputs and results go through memory (measured 1.6x
+#: faster than eight ranges of a 3136x1024 kernel on one thread)
+_SPLIT_RANGE = 1 << 16
 
 
 def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
@@ -211,8 +215,7 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
     size = arrays[0].size
     flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
     outs = [xp.empty(size, dtype=arrays[0].dtype) for _ in range(n_out)]
-    parts = max(2, int(ctx.device.parallelism())) * 4
-    step = -(-size // parts)
+    step = _SPLIT_RANGE
 
     def part(i: int) -> None:
         lo, hi = i * step, min(size, (i + 1) * step)
