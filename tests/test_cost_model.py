@@ -501,11 +501,11 @@ def test_session_cost_placer_with_variables_and_training_step():
         ref.run(init)
         placed = s.placement(step, [x])
         assert len(set(placed.values())) == 2  # the heavy work runs side by side:
-        # the matmuls (forward, and both gradients of each, which TF's default gating
-        # keeps in the step) are spread over the two devices
+        # the matmuls (forward, and the weight gradient of each; the gradients for the
+        # fed x, which only GATE_OP's gate waits for, are dropped as TF's grappler drops
+        # them) are spread over the two devices
         mm = [d for n, d in placed.items() if n.split("/")[-1].startswith("MatMul")]
-        assert len(mm) == 6 and len(set(mm)) == 2
-        assert min(mm.count(d) for d in set(mm)) >= 2
+        assert len(mm) == 4 and len(set(mm)) == 2
         for _ in range(3):
             s.run(step, {x: feed})
             ref.run(step, {x: feed})

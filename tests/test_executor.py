@@ -35,8 +35,9 @@ def _test_kernel_set() -> KernelSet:
     ks.op(OpDef("TestRaise", inputs=["x: float"], outputs=["y: float"],
                 attrs=["kind: string = 'value'"], shape_fn=_same),
           OpDef("TestRaiseSlow", inputs=["x: float"], outputs=["y: float"], shape_fn=_same),
+          # (it has a side effect, so it says so: the graph passes leave it alone)
           OpDef("TestRecord", inputs=["x: float"], outputs=["y: float"],
-                attrs=["tag: string"], shape_fn=_same),
+                attrs=["tag: string"], shape_fn=_same, is_stateful=True),
           OpDef("TestAddOne", inputs=["x: float"], outputs=["y: float"], shape_fn=_same),
           OpDef("TestSlow", inputs=["x: float"], outputs=["y: float"],
                 attrs=["delay: float = 0.05"], shape_fn=_same))

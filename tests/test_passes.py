@@ -18,8 +18,8 @@ from flowrt.plugins.kernels.standard import passes as P
 from flowrt.proto.rewriter_config_pb2 import RewriterConfig
 from flowrt.runtime import Runtime, default_runtime
 
-PASS_NAMES = ["constant_folding", "common_subgraph_elimination", "model_pruning",
-              "elementwise_fusion"]
+PASS_NAMES = ["constant_folding", "common_subgraph_elimination", "dependency_optimization",
+              "model_pruning", "elementwise_fusion"]
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -82,11 +82,12 @@ def test_passes_are_registered_in_order_by_the_standard_plugin():
     rt = default_runtime()
     ours = [p for p in rt.graph_passes if p.plugin == "standard"]
     assert [p.name for p in ours] == PASS_NAMES
-    assert [p.order for p in ours] == [10, 20, 150, 200]
+    assert [p.order for p in ours] == [10, 20, 30, 150, 200]
     assert all(p.enabled_by_default for p in ours)
     # each field of RewriterConfig named like a pass is a Toggle, OFF switches it off
     rc = RewriterConfig()
-    for name in ("constant_folding", "common_subgraph_elimination", "elementwise_fusion"):
+    for name in ("constant_folding", "common_subgraph_elimination", "dependency_optimization",
+                 "elementwise_fusion"):
         assert getattr(rc, name) == RewriterConfig.DEFAULT
     assert RewriterConfig.DESCRIPTOR.fields_by_name["elementwise_fusion"].number == 1000
     assert RewriterConfig.DESCRIPTOR.fields_by_name["constant_folding"].number == 3
@@ -437,7 +438,9 @@ def _switch_graph() -> tuple[Any, Any]:
     x = tf.placeholder(tf.float32, [3], name="x")
     c = tf.constant([1.0, 2.0, 3.0], name="c")
     k = tf.multiply(c, 2.0, name="k")                   # folded; then c is dead
-    kx = tf.concat([k, x], 0, name="kx")
+    dep = tf.negative(x, name="dep")                    # only waited on: dropped
+    with tf.control_dependencies([dep]):
+        kx = tf.concat([k, x], 0, name="kx")
     a = tf.reduce_sum(x, name="a")
     b = tf.reduce_sum(x, name="b")                      # merged into a
     y = tf.exp(tf.add(tf.add(a, b, name="ab"), kx, name="abk"), name="y")  # fused
@@ -467,7 +470,8 @@ def test_each_pass_can_be_switched_off_by_env_and_config(g, name, monkeypatch):
     by_config = _placed_names(x, y, rewrite_config(**{field[0]: field[1]}))
     assert by_env == by_config != on
     expect_back = {"constant_folding": {"c"}, "common_subgraph_elimination": {"b"},
-                   "model_pruning": {"c"}, "elementwise_fusion": {"ab", "abk"}}[name]
+                   "model_pruning": {"c"}, "elementwise_fusion": {"ab", "abk"},
+                   "dependency_optimization": {"dep"}}[name]
     assert expect_back <= by_env
 
 
@@ -481,7 +485,7 @@ def test_global_switches_turn_every_pass_off(g, monkeypatch):
     monkeypatch.setenv("FLOWRT_DISABLE_PASSES", "all")
     names.append(_placed_names(x, y))
     assert names[0] == names[1] == names[2]
-    assert {"c", "k", "a", "b", "ab", "abk", "y"} <= names[0]
+    assert {"c", "k", "a", "b", "ab", "abk", "y", "dep"} <= names[0]
     monkeypatch.setenv("FLOWRT_DISABLE_PASSES", "constant_folding, elementwise_fusion")
     partial = _placed_names(x, y)
     assert {"c", "k", "a", "ab", "abk", "y"} <= partial and "b" not in partial
@@ -490,6 +494,49 @@ def test_global_switches_turn_every_pass_off(g, monkeypatch):
 def test_remapping_off_also_switches_fusion_off(g):
     x, y = _switch_graph()
     assert {"ab", "abk"} <= _placed_names(x, y, rewrite_config(remapping=RewriterConfig.OFF))
+
+
+# -- dependency optimization -------------------------------------------------------------
+def test_unread_stateless_nodes_behind_control_edges_become_noops_and_are_bypassed(g):
+    """GATE_OP's tuple makes the filter gradient wait on the input gradient of the
+    first layer, whose value nobody reads: like TF's grappler, the pass turns it into a
+    NoOp (its inputs become control inputs) and bypasses that NoOp."""
+    x = tf.placeholder(tf.float32, [2, 4, 4, 1], name="x")
+    w = tf.constant(np.ones((3, 3, 1, 2), np.float32), name="w")
+    y = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", name="conv")
+    dx, dw = tf.gradients(tf.reduce_sum(y), [x, w], gate_gradients=True)
+    loss_dw = tf.reduce_sum(dw, name="out")
+    ir = run_pass(P.dependency_optimization, step_ir([loss_dw], [x]))
+    types = {n.type for n in ir.nodes.values()}
+    assert "Conv2DBackpropInput" not in types and "Conv2DBackpropFilter" in types
+    assert not dangling(ir)
+    # the values are the same with the pass on and off
+    xs = np.arange(32, dtype=np.float32).reshape(2, 4, 4, 1)
+    outs = []
+    for cfg in (None, rewrite_config(dependency_optimization=RewriterConfig.OFF)):
+        with tf.Session(config=cfg) as s:
+            outs.append(s.run(loss_dw, {x: xs}))
+    assert bits(outs[0]) == bits(outs[1])
+
+
+def test_dependency_optimization_keeps_effects_fetches_and_stateful_nodes(g):
+    x = tf.placeholder(tf.float32, [3], name="x")
+    chk = tf.debugging.check_numerics(x, "bad", name="chk")       # a check: kept
+    rnd = tf.random_uniform([3], name="rnd")                       # stateful: kept
+    sq = tf.square(x, name="sq")                                   # fetched: kept
+    neg = tf.negative(x, name="neg")                               # dropped
+    with tf.control_dependencies([chk, rnd, neg]):
+        out = tf.identity(x, name="out")
+    ir = run_pass(P.dependency_optimization, step_ir([out, sq], [x]))
+    assert ir.nodes["chk"].type == "CheckNumerics"
+    # the draw stays (stateful); the scaling after it, unread, goes
+    assert ir.nodes["rnd/RandomUniform"].type == "RandomUniform"
+    assert "rnd" not in ir.nodes and "neg" not in ir.nodes
+    assert ir.nodes["sq"].type == "Square"
+    assert {"chk", "rnd/RandomUniform"} <= set(ir.nodes["out"].control_inputs)
+    with tf.Session() as s:
+        with pytest.raises(errors.InvalidArgumentError, match="bad"):
+            s.run(out, {x: np.float32([1, np.nan, 2])})
 
 
 # -- third-party passes ----------------------------------------------------------------
@@ -507,7 +554,8 @@ def test_third_party_pass_runs_in_order_with_the_standard_ones():
         GraphPass("late_probe", recorder("late"), order=500)]))
     rt = Runtime(autoload=False, plugins={"probe": plugin})
     assert [p.name for p in rt.graph_passes] == [
-        "early_probe", "constant_folding", "common_subgraph_elimination", "middle_probe",
+        "early_probe", "constant_folding", "common_subgraph_elimination",
+        "dependency_optimization", "middle_probe",
         "model_pruning", "elementwise_fusion", "late_probe"]
     graph = tf.Graph(runtime=rt)
     with graph.as_default():

@@ -53,6 +53,9 @@ from . import top_level_io  # noqa: F401,E402
 from . import quantize_ops  # noqa: F401,E402
 from . import top_level_specs  # noqa: F401,E402
 from . import top_level_critical  # noqa: F401,E402
+from . import records_api  # noqa: F401,E402
+from . import parsing_ops  # noqa: F401,E402
+from . import shell_api  # noqa: F401,E402
 from . import passes  # noqa: E402
 
 __all__ = ["ks", "flowrt_kernel_sets", "flowrt_graph_passes"]

@@ -1,4 +1,5 @@
-"""The standard graph passes: constant folding, CSE, pruning and elementwise fusion.
+"""The standard graph passes: constant folding, CSE, dependency optimization, pruning
+and elementwise fusion.
 
 The master runs these on every new step signature, after the step graph was extracted
 (pruned to what the fetches and targets need, cut at the fed tensors) and before
@@ -11,6 +12,7 @@ pass (``FLOWRT_DISABLE_PASSES``)    order  also switched off by (``RewriterConfi
 ==================================  =====  ==============================================
 ``constant_folding``                   10  ``constant_folding = OFF``
 ``common_subgraph_elimination``        20  ``common_subgraph_elimination = OFF``
+``dependency_optimization``            30  ``dependency_optimization = OFF``
 ``model_pruning``                     150  ``disable_model_pruning = true``
 ``elementwise_fusion``                200  ``elementwise_fusion = OFF``, ``remapping = OFF``
 ==================================  =====  ==============================================
@@ -44,7 +46,7 @@ from flowrt.passes import GraphPass
 from ._common import ks
 
 __all__ = ["graph_passes", "constant_folding", "common_subgraph_elimination",
-           "model_pruning", "elementwise_fusion", "FUSIBLE_OPS", "FusedMember",
+           "dependency_optimization", "model_pruning", "elementwise_fusion", "FUSIBLE_OPS", "FusedMember",
            "DEFAULT_MAX_FOLDED_BYTES"]
 
 #: TF's default bound on the size of a folded constant (10 MiB)
@@ -470,6 +472,97 @@ def model_pruning(ir: GraphIR, ctx: Any) -> None:
     keep = _protected(ir)
     keep.update(n for n, node in ir.nodes.items() if node.type == ARG_OP)
     ir.prune(keep)
+
+
+# =======================================================================================
+# dependency optimization
+# =======================================================================================
+#: ops never turned into NoOps even when nothing reads their outputs: checks whose
+#: failure is their effect, and the graph's interface (TF's list, plus flowrt's prints)
+_KEEP_FOR_EFFECT = frozenset({"Assert", "CheckNumerics", "ControlTrigger", "Print",
+                              "PrintV2", "_ParallelConcatUpdate"})
+
+
+#: a node reading one of these keeps its op: a control edge from a Switch is live
+#: whichever branch is taken, so a NoOp in its place would lose the node's deadness
+#: (a cond's pivot is such an Identity)
+_DEADNESS_SOURCES = frozenset({"Switch", "RefSwitch", "_SwitchN"})
+#: Identities after these stay (TF's rule): variable reads and received values
+_IDENTITY_KEEPERS = frozenset({"VariableV2", "Variable", "_Recv", "_HostRecv",
+                               "VarHandleOp", "ReadVariableOp"})
+
+
+def dependency_optimization(ir: GraphIR, ctx: Any) -> None:
+    """TF grappler's dependency optimizer, its two rules that matter here:
+
+    - a node without side effects whose outputs nobody reads (it is in the step only
+      because something waits on it through a control edge) does no observable work:
+      it becomes a ``NoOp`` with its data inputs turned into control inputs. The usual
+      case is a gradient op gated by ``GATE_OP``'s ``tuple``: the first convolution's
+      input gradient, which only the group that gates the filter gradient waits for;
+    - such a ``NoOp`` is then bypassed (its control inputs handed to its consumers and
+      the node dropped) when that adds no edges (fan-in x fan-out <= fan-in + fan-out)
+      and moves no edge across devices.
+
+    Stateful ops, control flow, references, fetched/target/fed nodes, colocation
+    targets and the checks in :data:`_KEEP_FOR_EFFECT` are never touched. A node turned
+    into a NoOp no longer runs, so an error it would have raised does not surface (as in
+    TF)."""
+    rw = _rewrite_options(ctx.config)
+    if rw is not None and rw.dependency_optimization == _OFF:
+        return
+    noop_def = ctx.runtime.op_defs.get("NoOp")
+    if noop_def is None:
+        return
+    protected = _protected(ir) | _coloc_targets(ir)
+    converted: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        read: set[str] = {src for node in ir.nodes.values() for src, _ in node.inputs}
+        waited: set[str] = {c for node in ir.nodes.values() for c in node.control_inputs}
+        for name, node in list(ir.nodes.items()):
+            # (a node nobody reads or waits for is model_pruning's to drop)
+            if name in read or name not in waited or name in protected or \
+                    node.type in _NEVER_TOUCH or \
+                    node.type in _KEEP_FOR_EFFECT or node.is_stateful or \
+                    node.op_def is None or not node.out_dtypes or _has_ref(node):
+                continue
+            srcs = [ir.nodes[src].type for src, _ in node.inputs]
+            if any(t in _DEADNESS_SOURCES for t in srcs) or (
+                    node.type in ("Identity", "IdentityN") and
+                    any(t in _IDENTITY_KEEPERS for t in srcs)):
+                continue
+            ctl = _dedupe([*node.control_inputs, *(src for src, _ in node.inputs)])
+            ir.nodes[name] = node.copy(type="NoOp", op_def=noop_def, inputs=[],
+                                       control_inputs=ctl, node_attrs={}, out_dtypes=[],
+                                       out_shapes=[], in_dtypes=[], in_shapes=[])
+            converted.append(name)
+            changed = True
+    if converted:
+        _bypass_noops(ir, converted, protected)
+
+
+def _bypass_noops(ir: GraphIR, names: list[str], protected: set[str]) -> None:
+    """Drop each NoOp of ``names`` whose consumers can wait on its inputs directly
+    without adding edges or device crossings (grappler's rule)."""
+    for name in names:
+        node = ir.nodes.get(name)
+        if node is None or name in protected:
+            continue
+        consumers = [c for c in ir.nodes.values() if name in c.control_inputs]
+        ins = node.control_inputs
+        if len(ins) * len(consumers) > len(ins) + len(consumers):
+            continue
+        devices = {ir.nodes[i].device for i in ins} | {c.device for c in consumers}
+        if len(devices | {node.device}) > 1:
+            continue
+        for c in consumers:
+            data_srcs = {s for s, _ in c.inputs}
+            c.control_inputs = _dedupe(
+                [x for x in c.control_inputs if x != name] +
+                [i for i in ins if i not in data_srcs])
+        del ir.nodes[name]
 
 
 # =======================================================================================
@@ -947,6 +1040,7 @@ def graph_passes() -> list[GraphPass]:
     return [
         GraphPass("constant_folding", constant_folding, order=10),
         GraphPass("common_subgraph_elimination", common_subgraph_elimination, order=20),
+        GraphPass("dependency_optimization", dependency_optimization, order=30),
         GraphPass("model_pruning", model_pruning, order=150),
         # fused nodes hold Python kernels with no GraphDef form: in-process only
         GraphPass("elementwise_fusion", elementwise_fusion, order=200, local_only=True),
