@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compat_harness import Run, run_both
+from compat_harness import Run, module, run_both
 
 X234 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 X34 = np.arange(12, dtype=np.int32).reshape(3, 4)
@@ -366,14 +366,28 @@ GATHER_PROGRAMS = {
     "sequence_mask_no_maxlen": lambda tf: tf.sequence_mask(tf.constant([1, 3])),
     "searchsorted": lambda tf: tf.searchsorted(tf.constant([[1.0, 3.0, 5.0]]),
                                                tf.constant([[2.0, 5.0]])),
-    "sort_argsort": lambda tf: [tf.sort(tf.constant([3, 1, 2])),
-                                tf.argsort(tf.constant([3.0, 1.0, 2.0]), direction="DESCENDING")],
+    "argsort_descending": lambda tf: tf.argsort(tf.constant([3.0, 1.0, 2.0]),
+                                                direction="DESCENDING"),
+    "sort_float": lambda tf: tf.sort(tf.constant([3.0, 1.0, 2.0])),
 }
 
 
 @pytest.mark.parametrize("program", _progs(GATHER_PROGRAMS))
 def test_gather_where_mask(program):
     run_both(program)
+
+
+def test_sort_integers_tf115():
+    # TF 1.15's ascending sort is -top_k(-x) for every dtype (sort_ops._ascending_sort), so
+    # an integer sort ends in sort/Neg_1; TF 2.x sorts integers as top_k(max - x) and ends
+    # in sort/sub_1. Values, dtype and shape are compared with TF; the name with TF 1.15.
+    out = run_both(lambda tf: tf.sort(tf.constant([3, 1, 2])),
+                   static_keys=("kind", "dtype", "shape"))
+    assert [i.get("name") for _, i in out.static] == ["sort/sub_1:0"]
+    tf = module("flowrt")
+    with tf.Graph().as_default():
+        r = tf.sort(tf.constant([3, 1, 2]))
+        assert (r.name, r.op.type) == ("sort/Neg_1:0", "Neg")
 
 
 # -- constructors ------------------------------------------------------------------------------

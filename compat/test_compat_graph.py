@@ -63,7 +63,7 @@ def _composite_names(tf):
         "matmul": tf.matmul(x, tf.ones([4, 2])), "matmul_op": x @ tf.ones([4, 2]),
         "getitem": x[:, 1], "getitem_int": x[0], "concat": tf.concat([x, x], 1),
         "stack": tf.stack([x, x]), "unstack": [t.name for t in tf.unstack(tf.ones([2, 3]))],
-        "split": [t.name for t in tf.split(x, 2, 1)], "reshape": tf.reshape(x, [-1]),
+        "reshape": tf.reshape(x, [-1]),
         "transpose": tf.transpose(x), "squeeze": tf.squeeze(tf.ones([1, 2])),
         "expand_dims": tf.expand_dims(x, 0), "shape": tf.shape(x), "size": tf.size(x),
         "rank": tf.rank(x), "zeros": tf.zeros([2]), "zeros_big": tf.zeros([100, 100]),
@@ -89,6 +89,10 @@ def _composite_names(tf):
         "eye": tf.eye(2), "reverse": tf.reverse(x, [1]), "string_join_add": tf.constant("a") + "b",
         "assert": tf.Assert(tf.constant(True), [x]).name, "group": tf.group(x).name,
         "no_op": tf.no_op().name, "print": tf.Print(x, [x]),
+        # last: TF 1.15's split converted num_or_size_splits to a tensor before looking at
+        # its type, so an int split leaves one unused Const that shifts the numbering of
+        # later Consts; TF 2.x checks the type first (test_split_int_leaves_const_tf115)
+        "split": [t.name for t in tf.split(x, 2, 1)],
     }
     return {k: v if isinstance(v, (str, list)) else (v.name, v.op.type) for k, v in outs.items()}
 
@@ -230,6 +234,17 @@ def test_composite_names():
         if t != f:
             diffs.append(f"{k}: tf={t!r} flowrt={f!r}")
     assert not diffs, "names differ:\n  " + "\n  ".join(diffs)
+
+
+def test_split_int_leaves_const_tf115():
+    # array_ops.split in TF 1.15: ``size_splits = ops.convert_to_tensor(num_or_size_splits)``
+    # came before the integer check, so tf.split(x, 2) also made an (unused) Const
+    tf = module("flowrt")
+    with tf.Graph().as_default() as g:
+        tf.split(tf.ones([4], name="x"), 2)
+        assert [(o.name, o.type) for o in g.get_operations()] == [
+            ("x", "Const"), ("Const", "Const"), ("split/split_dim", "Const"),
+            ("split", "Split")]
 
 
 # -- TensorShape / Dimension --------------------------------------------------------------------------

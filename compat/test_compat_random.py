@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compat_harness import Run, Steps, run_both, run_custom
+from compat_harness import Run, Steps, module, run_both, run_custom
 
 
 def _progs(d: dict) -> list:
@@ -125,12 +125,29 @@ def test_get_seed():
     def fn(tf):
         out = [tf.get_seed(None), tf.get_seed(3)]
         tf.set_random_seed(10)
-        out += [tf.get_seed(None), tf.get_seed(None), tf.get_seed(4)]
-        tf.random_uniform([1])
-        out.append(tf.get_seed(None))
+        out += [tf.get_seed(None), tf.get_seed(4)]
         return [tuple(v) if isinstance(v, tuple) else v for v in out]
 
     run_custom(fn)
+
+
+def test_get_seed_op_seed_from_graph_tf115():
+    # With a graph seed and no op seed, TF 1.15's get_seed takes the op seed from the
+    # graph's last op id (random_seed.py: ``op_seed = ops.get_default_graph()._last_id``),
+    # so two calls with no op created between give the same pair. TF 2.x counts calls per
+    # graph instead (0, 1, 2, ...), which these checks confirm is still the case.
+    def fn(tf):
+        tf.set_random_seed(10)
+        out = [tf.get_seed(None), tf.get_seed(None)]
+        tf.random_uniform([1])  # TF 1.15: shape, min, max, RandomUniform, sub, mul, add
+        out.append(tf.get_seed(None))
+        return [tuple(v) for v in out]
+
+    real_tf, tf = module("tf"), module("flowrt")
+    with real_tf.Graph().as_default():
+        assert fn(real_tf)[:2] == [(10, 0), (10, 1)]
+    with tf.Graph().as_default():
+        assert fn(tf) == [(10, 0), (10, 0), (10, 7)]
 
 
 def test_random_op_static_info_unknown_shape():

@@ -2020,11 +2020,71 @@ def batch_gather(params: Any, indices: Any, name: str | None = None) -> Tensor:
 
 
 @ks.api("gather_nd", "manip.gather_nd")
-def gather_nd(params: Any, indices: Any, name: str | None = None, batch_dims: int = 0) -> Tensor:
-    """Gathers slices of ``params`` indexed by the last dimension of ``indices``."""
-    if batch_dims != 0:
-        raise NotImplementedError("gather_nd with batch_dims != 0 is not supported")
-    return _apply("GatherNd", name=name, params=params, indices=indices)
+def gather_nd(params: Any, indices: Any, name: str | None = None, batch_dims: Any = 0) -> Tensor:
+    """Gathers slices of ``params`` indexed by the last dimension of ``indices``; with
+    ``batch_dims = B`` the first B dimensions of both are batch dimensions (the
+    ``BatchGatherND`` composite of TF 1.15)."""
+    if isinstance(batch_dims, Tensor):
+        value = constant_value(batch_dims)
+        if value is not None:
+            batch_dims = int(value)
+    elif isinstance(batch_dims, (np.integer, np.ndarray)):
+        batch_dims = int(batch_dims)
+    if isinstance(batch_dims, int) and not isinstance(batch_dims, bool) and batch_dims == 0:
+        return _apply("GatherNd", name=name, params=params, indices=indices)
+    return _batch_gather_nd(params, indices, batch_dims, name=name)
+
+
+def _batch_gather_nd(params: Any, indices: Any, batch_dims: Any,
+                     name: str | None = None) -> Tensor:
+    """``gather_nd`` with leading batch dimensions, as TF 1.15's ``batch_gather_nd``: the
+    batch coordinates (a meshgrid of the batch shape) are prepended to each index and
+    one GatherNd runs over ``params`` with its batch dimensions flattened into one.
+
+    :raises TypeError: ``batch_dims`` is not a Python int
+    :raises ValueError: ``batch_dims`` is negative or not below both ranks
+    """
+    with name_scope(name, "BatchGatherND", [params, indices]):
+        indices = _convert(indices, name="indices")
+        params = _convert(params, name="params")
+        if not isinstance(batch_dims, int) or isinstance(batch_dims, bool):
+            raise TypeError(f"batch_dims must be an int; got {batch_dims!r}")
+        if batch_dims < 0:
+            raise ValueError("tf.gather_nd does not allow negative batch_dims.")
+        pr, ir = params.shape.ndims, indices.shape.ndims
+        if ir is not None and batch_dims >= ir:
+            raise ValueError(f"batch_dims = {batch_dims} must be less than rank(indices) = "
+                             f"{ir}")
+        if pr is not None and batch_dims >= pr:
+            raise ValueError(f"batch_dims = {batch_dims} must be less than rank(params) = "
+                             f"{pr}")
+        i32 = _dt.int32
+        params_shape = shape(params)
+        indices_shape = shape(indices)
+        batch_shape = params_shape[:batch_dims]
+        batch_size = apply_op("Prod", input=batch_shape,
+                              reduction_indices=convert_to_tensor(np.array([0], np.int32)))
+        index_internal_ndims = rank(indices) - batch_dims - 1
+        indices_internal_shape = indices_shape[batch_dims:-1]
+        idt = indices.dtype.base_dtype
+        dim_ranges = [
+            apply_op("Cast", x=apply_op("Range", start=convert_to_tensor(np.int32(0)), limit=d,
+                                        delta=convert_to_tensor(np.int32(1))), DstT=idt)
+            for d in unstack(batch_shape, num=batch_dims, axis=0)]
+        mesh = meshgrid(*dim_ranges, indexing="ij")
+        flat = [reshape(x, shape=(-1,)) for x in mesh]
+        index_grid = transpose(stack(flat, axis=0))
+        grid_shape = shape(index_grid)
+        index_grid = reshape(index_grid, concat(
+            [grid_shape[:1], ones(index_internal_ndims, dtype=i32), grid_shape[1:]], axis=0))
+        tile_shape = concat(((1,), indices_internal_shape, (1,)), axis=0)
+        index_grid = tile(index_grid, multiples=tile_shape)
+        flat_shape = concat(([batch_size], indices_shape[batch_dims:]), axis=0)
+        flat_indices = reshape(indices, shape=flat_shape)
+        full = concat((index_grid, flat_indices), axis=-1)
+        out = apply_op("GatherNd", params=params, indices=full)
+        out_shape = shape(out)
+        return reshape(out, shape=concat((batch_shape, out_shape[1:]), axis=0))
 
 
 # =======================================================================================

@@ -36,14 +36,16 @@ import numpy as np
 
 from flowrt import dtypes as _dt
 from flowrt import errors
-from flowrt.graph import Tensor, apply_op, convert_to_tensor, get_default_graph, name_scope
+from flowrt.framework.indexed_slices import IndexedSlices
+from flowrt.graph import (Operation, Tensor, apply_op, convert_to_tensor, get_default_graph,
+                          name_scope)
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import Dimension, TensorShape, as_shape, unknown_shape
 
 from ._common import constant_value, ks
 
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
-           "ConditionalAccumulatorBase", "ConditionalAccumulator"]
+           "ConditionalAccumulatorBase", "ConditionalAccumulator", "SparseConditionalAccumulator"]
 
 _log = logging.getLogger("flowrt")
 
@@ -615,17 +617,21 @@ class _Accumulator(_Blocking):
             if self.counter < num_required:
                 return _NO_PROGRESS
             self.global_step += 1
-            total, self._sum = self._sum, None
-            if self.reduction_type == "MEAN":
-                total = np.asarray(np.true_divide(total, self._np.type(self.counter)),
-                                   dtype=self._np)
+            a.result = self._take_result()
             self.counter = 0
-            total.flags.writeable = False  # callers copy what they get
-            a.result = total
             return _COMPLETE
 
         self._submit(self._takes, _Attempt(run, num_required), step, done,
                      "TakeGrad operation was cancelled")
+
+    def _take_result(self) -> Any:
+        """The aggregate a take returns (called under the lock); clears it."""
+        total, self._sum = self._sum, None
+        if self.reduction_type == "MEAN":
+            total = np.asarray(np.true_divide(total, self._np.type(self.counter)),
+                               dtype=self._np)
+        total.flags.writeable = False  # callers copy what they get
+        return total
 
     def set_global_step(self, new_global_step: int) -> None:
         with self._lock:
@@ -640,6 +646,111 @@ class _Accumulator(_Blocking):
 
     def close_resource(self) -> None:
         self._cancel_all(f"Accumulator '{self.name}' was deleted.")
+
+
+class _SparseAccumulator(_Accumulator):
+    """Aggregates IndexedSlices gradients (TF's SparseConditionalAccumulator).
+
+    Each gradient is (indices, values, dense shape or None). Sums keep TF's merge: the
+    accumulated and the new index lists are walked together as if both were sorted, equal
+    indices add their slices, and every index counts the gradients that had it. A MEAN
+    take divides each slice by its own count (not by the number of gradients).
+    """
+
+    def __repr__(self) -> str:
+        return f"<SparseConditionalAccumulator {self.name!r} count={self.counter}>"
+
+    def _validate(self, idx: Any, vals: Any, dense: Any) -> None:
+        spec = self.shape.as_tuple()
+        if dense is not None:
+            if spec is not None and len(spec) > dense.size:
+                raise _invalid(f"Shape mismatch: expected shape rank at least {len(spec)}, "
+                               f"got {dense.size}")
+            for i, d in enumerate(spec or ()):
+                if d is not None and d != int(dense[i]):
+                    raise _invalid(f"Shape mismatch: expected shape dim {i} to be {d}, got "
+                                   f"{int(dense[i])}")
+        if spec and spec[0] is not None:
+            for i, v in enumerate(idx.tolist()):
+                if v >= spec[0]:
+                    raise _invalid(f"Shape mismatch: index of slice {i} exceeded limits of "
+                                   f"shape; index is {v} exceeded {spec[0]}")
+        if self.counter > 0:
+            have = self._sum[1].shape
+            if len(have) != vals.ndim:
+                raise _invalid(f"Shape mismatch: expected values rank {len(have)}, got "
+                               f"{vals.ndim}")
+            for i in range(1, len(have)):
+                if have[i] != vals.shape[i]:
+                    raise _invalid(f"Shape mismatch: expected values dim {i} to be "
+                                   f"{have[i]}, got {vals.shape[i]}")
+        elif spec is not None:
+            if len(spec) > vals.ndim:
+                raise _invalid(f"Shape mismatch: expected values rank at least {len(spec)}, "
+                               f"got {vals.ndim}")
+            for i in range(1, len(spec)):
+                if spec[i] is not None and spec[i] != vals.shape[i]:
+                    raise _invalid(f"Shape mismatch: expected values dim {i} to be "
+                                   f"{spec[i]}, got {vals.shape[i]}")
+
+    def apply_sparse_grad(self, local_step: int, indices: Any, values: Any,
+                          dense_shape: Any) -> None:
+        """Add one gradient (dropped when ``local_step`` is below the global step)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        vals = np.asarray(values)
+        if idx.ndim != 1:
+            raise _invalid(f"Input indices should be vector but received shape: "
+                           f"{_dbg(idx.shape)}")
+        if vals.ndim == 0:
+            raise _invalid("Values cannot be 0-dimensional.")
+        if vals.shape[0] != idx.shape[0]:
+            raise _invalid(f"Expected {idx.shape[0]} non-empty input values, got "
+                           f"{vals.shape[0]}")
+        dense = None if dense_shape is None else np.asarray(dense_shape, np.int64).reshape(-1)
+        with self._lock:
+            self._validate(idx, vals, dense)
+            if local_step >= self.global_step:
+                if self.counter == 0:
+                    self._sum = (idx.copy(), np.array(vals, dtype=self._np, copy=True),
+                                 np.ones(idx.shape[0], np.int64))
+                else:
+                    self._sum = self._merge(idx, vals)
+                self.counter += 1
+        self._flush()
+
+    def _merge(self, idx: Any, vals: Any) -> tuple[Any, Any, Any]:
+        a_idx, a_vals, a_cnt = self._sum
+        out_idx, rows, counts = [], [], []
+        i = j = 0
+        na, nb = len(a_idx), len(idx)
+        while i < na or j < nb:
+            if j >= nb or (i < na and a_idx[i] < idx[j]):
+                out_idx.append(a_idx[i]); rows.append(a_vals[i]); counts.append(a_cnt[i])
+                i += 1
+            elif i >= na or a_idx[i] > idx[j]:
+                out_idx.append(idx[j]); rows.append(vals[j].astype(self._np)); counts.append(1)
+                j += 1
+            else:
+                out_idx.append(a_idx[i]); rows.append(a_vals[i] + vals[j])
+                counts.append(a_cnt[i] + 1)
+                i += 1
+                j += 1
+        shape = (len(out_idx),) + a_vals.shape[1:]
+        merged = np.array(rows, dtype=self._np).reshape(shape)
+        return np.array(out_idx, np.int64), merged, np.array(counts, np.int64)
+
+    def _take_result(self) -> Any:
+        idx, vals, cnt = self._sum
+        self._sum = None
+        if self.reduction_type == "MEAN" and vals.shape[0]:
+            div = cnt.astype(self._np).reshape((-1,) + (1,) * (vals.ndim - 1))
+            vals = np.asarray(vals / div, dtype=self._np)
+        spec = self.shape.as_tuple()
+        first = -1 if not spec or spec[0] is None else spec[0]
+        shape = np.array([first] + list(vals.shape[1:]), np.int64)
+        for t in (idx, vals, shape):
+            t.flags.writeable = False
+        return (idx, vals, shape)
 
 
 _ACCUMULATOR_OPS = ("ConditionalAccumulator", "ResourceConditionalAccumulator")
@@ -868,6 +979,40 @@ for _prefix, _h, _stateful in (("Resource", "handle: resource", True),
               doc="Sets the accumulator's global step."),
     )
 
+def _sparse_take_grad_shape(op: Any) -> list[TensorShape]:
+    n_t = op.inputs[1]
+    if n_t.shape.ndims not in (None, 0):
+        raise ValueError(f"Shape must be rank 0 but is rank {n_t.shape.ndims} for "
+                         f"'{op.name}' (op: '{op.type}') (input 'num_required')")
+    # TF: the accumulator's shape is not known here, so every output is unknown
+    return [unknown_shape(), unknown_shape(), unknown_shape()]
+
+
+def _sparse_apply_grad_shape(op: Any) -> list[TensorShape]:
+    s = op.inputs[1].shape
+    if s.ndims not in (None, 0):
+        raise ValueError(f"Shape must be rank 0 but is rank {s.ndims} for '{op.name}' "
+                         f"(op: '{op.type}') (input 'local_step')")
+    return []
+
+
+ks.op(
+    OpDef("SparseConditionalAccumulator", outputs=["handle: Ref(string)"], attrs=_ACC_ATTRS,
+          is_stateful=True, shape_fn=_two_element_out,
+          doc="A conditional accumulator for aggregating sparse (IndexedSlices) gradients."),
+    OpDef("SparseAccumulatorApplyGradient",
+          inputs=["handle: Ref(string)", "local_step: int64", "gradient_indices: int64",
+                  "gradient_values: dtype", "gradient_shape: int64"],
+          attrs=[f"dtype: {_ACC_DTYPES}", "has_known_shape: bool"],
+          shape_fn=_sparse_apply_grad_shape,
+          doc="Adds a sparse gradient unless it is stale (local_step < global step)."),
+    OpDef("SparseAccumulatorTakeGradient", inputs=["handle: Ref(string)", "num_required: int32"],
+          outputs=["indices: int64", "values: dtype", "shape: int64"],
+          attrs=[f"dtype: {_ACC_DTYPES}"], shape_fn=_sparse_take_grad_shape,
+          doc="Waits for num_required sparse gradients; returns their per-index mean (or "
+              "sum) as indices, values and dense shape."),
+)
+
 _QUEUE_OPS = [f"{base}{v}" for v in ("V2", "") for base in
               ("QueueEnqueue", "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany",
                "QueueDequeueUpTo", "QueueClose", "QueueSize", "QueueIsClosed")]
@@ -875,7 +1020,9 @@ ks.not_differentiable(*_QUEUE_CLASSES, *_QUEUE_OPS,
                       *[f"{p}{b}" for p in ("Resource", "") for b in (
                           "ConditionalAccumulator", "AccumulatorApplyGradient",
                           "AccumulatorTakeGradient", "AccumulatorNumAccumulated",
-                          "AccumulatorSetGlobalStep")])
+                          "AccumulatorSetGlobalStep")],
+                      "SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",
+                      "SparseAccumulatorTakeGradient")
 
 
 # =======================================================================================
@@ -1039,7 +1186,7 @@ def _is_closed_kernel(ctx: Any) -> Any:
     return is_closed
 
 
-@ks.kernel(*_ACCUMULATOR_OPS, device_type="CPU")
+@ks.kernel(*_ACCUMULATOR_OPS, "SparseConditionalAccumulator", device_type="CPU")
 def _accumulator_kernel(ctx: Any) -> Any:
     dtype = _dt.as_dtype(ctx.attrs["dtype"]).base_dtype
     if dtype not in _ACCUMULATOR_DTYPES:
@@ -1049,15 +1196,47 @@ def _accumulator_kernel(ctx: Any) -> Any:
     shape = as_shape(ctx.attrs.get("shape"))
     reduction = ctx.attrs.get("reduction_type", "MEAN") or "MEAN"
 
+    cls = _SparseAccumulator if ctx.op_type == "SparseConditionalAccumulator" else _Accumulator
+
     def make(name: str) -> _Accumulator:
-        return _Accumulator(name, dtype, shape, reduction)
+        return cls(name, dtype, shape, reduction)
 
     def check(a: Any, name: str) -> None:
-        if not isinstance(a, _Accumulator):
-            raise _invalid(f"Resource '{name}' is not an accumulator but "
+        if type(a) is not cls:
+            raise _invalid(f"Resource '{name}' is not a {cls.__name__.lstrip('_')} but "
                            f"{type(a).__name__}")
 
     return _handle_kernel(ctx, make, check)
+
+
+@ks.kernel("SparseAccumulatorApplyGradient", device_type="CPU")
+def _sparse_apply_grad_kernel(ctx: Any) -> Any:
+    dtype = ctx.attrs["dtype"]
+    known = bool(ctx.attrs.get("has_known_shape", False))
+    op = ctx.op_type
+
+    def apply_grad(handle: Any, local_step: Any, indices: Any, values: Any,
+                   shape: Any) -> None:
+        acc = _resource(handle, _SparseAccumulator, op)
+        acc.check_dtype(dtype)
+        acc.apply_sparse_grad(_scalar(local_step, "local_step", np.int64), indices, values,
+                              shape if known else None)
+
+    return apply_grad
+
+
+@ks.kernel("SparseAccumulatorTakeGradient", device_type="CPU", kind="async")
+def _sparse_take_grad_kernel(ctx: Any) -> Any:
+    dtype = ctx.attrs["dtype"]
+    op = ctx.op_type
+
+    def take_grad(step: Any, done: Callable[..., None], handle: Any, num_required: Any
+                  ) -> None:
+        acc = _resource(handle, _SparseAccumulator, op)
+        acc.check_dtype(dtype)
+        acc.take_grad(_scalar(num_required, "num_required", np.int32), step, done)
+
+    return take_grad
 
 
 @ks.kernel("ResourceAccumulatorApplyGradient", "AccumulatorApplyGradient", device_type="CPU")
@@ -1503,7 +1682,77 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
         return out
 
 
+SparseTakeResult = collections.namedtuple("SparseAccumulatorTakeGradient",
+                                          ["indices", "values", "shape"])
+
+
+class SparseConditionalAccumulator(ConditionalAccumulatorBase):
+    """Aggregates sparse gradients (``tf.SparseConditionalAccumulator``, TF 1.15).
+
+    Gradients are IndexedSlices (``apply_indexed_slices_grad``) or their parts
+    (``apply_grad``); one whose local_step is older than the accumulator's global step
+    is dropped. A take waits for ``num_required`` gradients and returns, for each index
+    that any of them had, the mean of that index's slices over the gradients that had it
+    (``reduction_type='SUM'``: their sum); it resets the count and advances the global
+    step by one. Uses the Ref-handle ops, as TF 1.15 did.
+    """
+
+    def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
+                 name: str = "sparse_conditional_accumulator",
+                 reduction_type: str = "MEAN"):
+        ref = apply_op("SparseConditionalAccumulator", name=name, dtype=dtype,
+                       shape=shape, shared_name=shared_name, reduction_type=reduction_type)
+        super().__init__(dtype, shape, ref)
+
+    def apply_indexed_slices_grad(self, grad: Any, local_step: Any = 0,
+                                  name: str | None = None) -> Operation:
+        """Add the IndexedSlices ``grad`` computed at ``local_step``."""
+        return self.apply_grad(grad_indices=grad.indices, grad_values=grad.values,
+                               grad_shape=grad.dense_shape, local_step=local_step, name=name)
+
+    def apply_grad(self, grad_indices: Any, grad_values: Any, grad_shape: Any = None,
+                   local_step: Any = 0, name: str | None = None) -> Operation:
+        """Add the gradient given as indices, values and (optionally) dense shape."""
+        local_step = _cast(convert_to_tensor(local_step), _dt.int64)
+        indices = _cast(convert_to_tensor(grad_indices), _dt.int64)
+        shape = _cast(convert_to_tensor([] if grad_shape is None else grad_shape,
+                                        dtype=None if grad_shape is not None else _dt.int64),
+                      _dt.int64)
+        return apply_op("SparseAccumulatorApplyGradient", name=name,
+                        handle=self._accumulator_ref, local_step=local_step,
+                        gradient_indices=indices, gradient_values=grad_values,
+                        gradient_shape=shape, has_known_shape=grad_shape is not None,
+                        dtype=self._dtype)
+
+    def take_grad(self, num_required: Any, name: str | None = None) -> Any:
+        """``(indices, values, shape)`` of the aggregate, once ``num_required`` gradients
+        are in (blocks until then)."""
+        out = apply_op("SparseAccumulatorTakeGradient", name=name,
+                       handle=self._accumulator_ref, num_required=num_required,
+                       dtype=self._dtype)
+        return SparseTakeResult(*out)
+
+    def take_indexed_slices_grad(self, num_required: Any,
+                                 name: str | None = None) -> IndexedSlices:
+        """The aggregate as an IndexedSlices, once ``num_required`` gradients are in."""
+        indices, values, shape = self.take_grad(num_required, name=name)
+        return IndexedSlices(indices=indices, values=values, dense_shape=shape)
+
+    def num_accumulated(self, name: str | None = None) -> Tensor:
+        """An int32 scalar: the number of gradients aggregated since the last take."""
+        if name is None:
+            name = f"{self._name}_NumAccumulated"
+        return apply_op("AccumulatorNumAccumulated", name=name, handle=self._accumulator_ref)
+
+    def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
+        """Set the accumulator's global step (gradients older than it are dropped)."""
+        return apply_op("AccumulatorSetGlobalStep", name=name, handle=self._accumulator_ref,
+                        new_global_step=_cast(convert_to_tensor(new_global_step), _dt.int64))
+
+
 # -- exports ------------------------------------------------------------------------------
+ks.export("SparseConditionalAccumulator", SparseConditionalAccumulator)
+ks.export("sparse.SparseConditionalAccumulator", SparseConditionalAccumulator)
 ks.export("FIFOQueue", FIFOQueue)
 ks.export("PaddingFIFOQueue", PaddingFIFOQueue)
 ks.export("RandomShuffleQueue", RandomShuffleQueue)

@@ -10,12 +10,14 @@ import numpy as np
 
 from flowrt import errors
 from flowrt.framework.indexed_slices import IndexedSlices
-from flowrt.graph import Tensor, apply_op, colocate_with, convert_to_tensor, name_scope
+from flowrt.graph import (Tensor, apply_op, colocate_with, control_dependencies,
+                          convert_to_tensor, name_scope)
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import constant_value, ks
 from ._common import invalid as _invalid
+from .graph_api import custom_gradient
 from .state_ops import _frozen, _ref_of
 
 
@@ -653,13 +655,25 @@ def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Tensor:
     return apply_op("EnsureShape", name=name, input=x, shape=shape)
 
 
+@custom_gradient
+def _swish(features: Tensor) -> Any:
+    def grad(dy: Tensor) -> Tensor:
+        # sigmoid(features) is recomputed once dy exists (the control dependency keeps it
+        # from being shared with the forward pass), so the forward value can be freed
+        with control_dependencies([dy]):
+            sig = apply_op("Sigmoid", x=features)
+        one = convert_to_tensor(np.array(1, dtype=features.dtype.base_dtype.np))
+        return dy * (sig * (one + features * (one - sig)))
+
+    return features * apply_op("Sigmoid", x=features), grad
+
+
 @ks.api("nn.swish")
-def swish(features: Any, name: str | None = None) -> Tensor:
-    """``features * sigmoid(features)``."""
-    tf = _tf()
-    with name_scope(name, "swish", [features]) as scope:
-        features = convert_to_tensor(features, name="features")
-        return tf.multiply(features, tf.sigmoid(features), name=scope)
+def swish(features: Any) -> Tensor:
+    """``features * sigmoid(features)`` (``tf.nn.swish``). As in TF 1.15 it is a
+    ``tf.custom_gradient`` function: the result is the output of an ``IdentityN``, the
+    gradient recomputes the sigmoid, and there is no ``name`` argument."""
+    return _swish(convert_to_tensor(features, name="features"))
 
 
 @ks.api("math.reciprocal_no_nan")

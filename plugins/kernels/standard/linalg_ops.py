@@ -2436,10 +2436,252 @@ class LinearOperatorLowRankUpdate(LinearOperator):
         return self.base_operator._dense() + tf.matmul(u, self.v, adjoint_b=True)
 
 
+def _to_complex(x: Tensor) -> Tensor:
+    """``x`` as complex: complex128 for float64, complex64 for other real dtypes."""
+    if x.dtype.is_complex:
+        return x
+    return _tf().cast(x, _dt.complex128 if x.dtype.base_dtype is _dt.float64 else _dt.complex64)
+
+
+_CIRCULANT_SPECTRUM_DTYPES = (_dt.float16, _dt.float32, _dt.float64, _dt.complex64, _dt.complex128)
+
+
+class _BaseLinearOperatorCirculant(LinearOperator):
+    """A [[nested] block] circulant operator given by its spectrum (TF 1.15's
+    ``_BaseLinearOperatorCirculant``): with ``F`` the ``block_depth``-dimensional DFT,
+    ``A x = F^H diag(spectrum) F x``. The spectrum has shape ``batch_shape + block_shape``;
+    the operator is ``N x N`` with ``N = prod(block_shape)``. Products and solves run
+    through ``tf.signal`` FFTs; results are cast to ``input_output_dtype`` (a complex
+    result cast to a real dtype keeps its real part, as TF's Cast)."""
+
+    def __init__(self, spectrum: Any, block_depth: int, input_output_dtype: Any = _dt.complex64,
+                 is_non_singular: Any = None, is_self_adjoint: Any = None,
+                 is_positive_definite: Any = None, is_square: Any = True,
+                 name: str = "LinearOperatorCirculant") -> None:
+        io_dtype = _dt.as_dtype(input_output_dtype).base_dtype
+        self._block_depth = block_depth
+        tf = _tf()
+        with name_scope(name):
+            spec = convert_to_tensor(spectrum, name="spectrum")
+            if spec.dtype.base_dtype not in _CIRCULANT_SPECTRUM_DTYPES:
+                raise TypeError(f"Argument spectrum must have dtype in "
+                                f"{list(_CIRCULANT_SPECTRUM_DTYPES)}. Found: {spec.dtype}")
+            if spec.shape.ndims is not None and spec.shape.ndims < block_depth:
+                raise ValueError(f"Argument spectrum must have at least {block_depth} "
+                                 f"dimensions.  Found: {spec}")
+            self._spectrum = spec
+            if not spec.dtype.is_complex:
+                if is_self_adjoint is False:
+                    raise ValueError("A real spectrum always corresponds to a self-adjoint "
+                                     "operator.")
+                is_self_adjoint = True
+            if is_square is False:
+                raise ValueError("A [[nested] block] circulant operator is always square.")
+            self._block_shape_tensor = tf.shape(spec)[-block_depth:]
+            self._spectrum_complex = _to_complex(spec)
+            self._abs_spectrum = tf.abs(spec)
+            self._conj_spectrum = tf.conj(self._spectrum_complex)
+        super().__init__(io_dtype, [spec], is_non_singular, is_self_adjoint,
+                         is_positive_definite, True, name)
+
+    # -- facts --------------------------------------------------------------------------
+    @property
+    def spectrum(self) -> Tensor:
+        return self._spectrum
+
+    @property
+    def block_depth(self) -> int:
+        return self._block_depth
+
+    @property
+    def block_shape(self) -> TensorShape:
+        d = self._spectrum.shape.as_tuple()
+        return unknown_shape(self._block_depth) if d is None else \
+            TensorShape(d[-self._block_depth:])
+
+    def block_shape_tensor(self) -> Tensor:
+        """The block shape (the spectrum's last ``block_depth`` dimensions) as a tensor."""
+        return self._block_shape_tensor
+
+    def _shape(self) -> TensorShape:
+        d = self._spectrum.shape.as_tuple()
+        if d is None:
+            return unknown_shape()
+        block = d[-self._block_depth:]
+        n = None if any(b is None for b in block) else int(np.prod(block, dtype=np.int64))
+        return TensorShape(d[:-self._block_depth] + (n, n))
+
+    def _block_axes(self) -> list[int]:
+        return [-(i + 1) for i in range(self._block_depth)]
+
+    # -- FFT helpers --------------------------------------------------------------------
+    def _fft(self, x: Tensor, inverse: bool = False) -> Tensor:
+        sig = _tf().signal
+        fns = {1: (sig.fft, sig.ifft), 2: (sig.fft2d, sig.ifft2d), 3: (sig.fft3d, sig.ifft3d)}
+        return fns[self._block_depth][1 if inverse else 0](x)
+
+    def _apply_spectrum(self, x: Tensor, spectrum: Tensor, divide: bool) -> Tensor:
+        """``F^H diag(spectrum)^{+-1} F x`` for a batch matrix ``x`` (columns are the
+        vectors): the columns become blocks, are transformed, scaled and transformed
+        back."""
+        tf = _tf()
+        x = tf.cast(x, spectrum.dtype)
+        rows = tf.linalg.matrix_transpose(x)  # [..., R, N]: one row per column of x
+        lead = tf.shape(rows)[:-1]
+        blocks = tf.reshape(rows, tf.concat([lead, self._block_shape_tensor], 0))
+        spec = tf.expand_dims(spectrum, -(self._block_depth + 1))  # broadcast over R
+        fx = self._fft(blocks)
+        y = self._fft(fx / spec if divide else spec * fx, inverse=True)
+        flat = tf.reshape(y, tf.concat([tf.shape(y)[:-self._block_depth], [-1]], 0))
+        return tf.cast(tf.linalg.matrix_transpose(flat), self.dtype)
+
+    def _matmul(self, x: Tensor, adjoint: bool, adjoint_arg: bool) -> Tensor:
+        x = _tf().linalg.adjoint(x) if adjoint_arg else x
+        spectrum = self._conj_spectrum if adjoint else self._spectrum_complex
+        return self._apply_spectrum(x, spectrum, divide=False)
+
+    def _solve(self, rhs: Tensor, adjoint: bool, adjoint_arg: bool) -> Tensor:
+        rhs = _tf().linalg.adjoint(rhs) if adjoint_arg else rhs
+        spectrum = self._conj_spectrum if adjoint else self._spectrum_complex
+        return self._apply_spectrum(rhs, spectrum, divide=True)
+
+    def _dense(self) -> Tensor:
+        tf = _tf()
+        shape = self.shape
+        if shape.is_fully_defined():
+            n, batch = shape.as_list()[-1], shape.as_list()[:-2]
+        else:
+            n = tf.reduce_prod(self._block_shape_tensor)
+            batch = tf.shape(self._spectrum)[:-self._block_depth]
+        eye = tf.eye(n, batch_shape=batch, dtype=self.dtype)
+        return self._matmul(eye, False, False)
+
+    def _determinant(self) -> Tensor:
+        tf = _tf()
+        return tf.cast(tf.reduce_prod(self._spectrum, axis=self._block_axes()), self.dtype)
+
+    def _log_abs_determinant(self) -> Tensor:
+        tf = _tf()
+        lad = tf.reduce_sum(tf.log(self._abs_spectrum), axis=self._block_axes())
+        return tf.cast(lad, self.dtype)
+
+    def _trace_value(self) -> Tensor:
+        # every diagonal entry is the mean of the spectrum, so the trace is its sum
+        tf = _tf()
+        axes = self._block_axes()
+        re = tf.reduce_sum(tf.real(self._spectrum), axis=axes)
+        if not self.dtype.is_complex:
+            return tf.cast(re, self.dtype)
+        im = tf.zeros_like(re) if self.is_self_adjoint else \
+            tf.reduce_sum(tf.imag(self._spectrum), axis=axes)
+        return tf.cast(tf.complex(re, im), self.dtype)
+
+    def trace(self, name: str = "trace") -> Tensor:
+        with name_scope(self._name):
+            with name_scope(name):
+                return self._trace_value()
+
+    def _diag_part(self) -> Tensor:
+        tf = _tf()
+        shape = self.shape
+        if shape.is_fully_defined():
+            diag_shape, size = shape.as_list()[:-1], shape.as_list()[-1]
+        else:
+            st = tf.shape(self._dense())
+            diag_shape, size = st[:-1], st[-1]
+        value = self._trace_value() / tf.cast(size, self.dtype)
+        return tf.expand_dims(value, -1) * tf.ones(diag_shape, dtype=self.dtype)
+
+    def convolution_kernel(self, name: str = "convolution_kernel") -> Tensor:
+        """The kernel whose ``block_depth``-dimensional DFT is the spectrum."""
+        with name_scope(self._name):
+            with name_scope(name):
+                return _tf().cast(self._fft(self._spectrum_complex, inverse=True),
+                                  self.dtype)
+
+    # -- checks -------------------------------------------------------------------------
+    def assert_hermitian_spectrum(self, name: str = "assert_hermitian_spectrum") -> Any:
+        """An op asserting the spectrum is Hermitian (the operator is real)."""
+        tf = _tf()
+        eps = float(np.finfo(self.dtype.real_dtype.np).eps)
+        with name_scope(self._name):
+            with name_scope(name):
+                # as TF 1.15: eps times the int32 dimension tensor, which raises TypeError
+                # (a float cannot be converted to int32) before any check is built
+                max_err = eps * self.domain_dimension_tensor()
+                imag = tf.imag(self.convolution_kernel())
+                return tf.assert_less(tf.abs(imag), max_err,
+                                      message="Spectrum was not Hermitian")
+
+    def assert_non_singular(self, name: str = "assert_non_singular") -> Any:
+        tf = _tf()
+        with name_scope(self._name):
+            with name_scope(name):
+                return tf.assert_positive(
+                    tf.reduce_min(self._abs_spectrum),
+                    message="Singular operator:  Spectrum contained zero values.")
+
+    def assert_positive_definite(self, name: str = "assert_positive_definite") -> Any:
+        tf = _tf()
+        with name_scope(self._name):
+            with name_scope(name):
+                return tf.assert_positive(
+                    tf.real(self._spectrum),
+                    message="Not positive definite:  Real part of spectrum was not all "
+                            "positive.")
+
+    def assert_self_adjoint(self, name: str = "assert_self_adjoint") -> Any:
+        tf = _tf()
+        with name_scope(self._name):
+            with name_scope(name):
+                im = tf.imag(self._spectrum_complex)
+                return tf.assert_equal(
+                    im, tf.zeros_like(im),
+                    message="Not self-adjoint:  The spectrum contained non-zero imaginary "
+                            "part.")
+
+
+class LinearOperatorCirculant(_BaseLinearOperatorCirculant):
+    """A circulant operator from its spectrum (``tf.linalg.LinearOperatorCirculant``):
+    ``A x = ifft(spectrum * fft(x))``; a real spectrum gives a self-adjoint operator."""
+
+    def __init__(self, spectrum: Any, input_output_dtype: Any = _dt.complex64,
+                 is_non_singular: Any = None, is_self_adjoint: Any = None,
+                 is_positive_definite: Any = None, is_square: Any = True,
+                 name: str = "LinearOperatorCirculant") -> None:
+        super().__init__(spectrum, 1, input_output_dtype, is_non_singular, is_self_adjoint,
+                         is_positive_definite, is_square, name)
+
+
+class LinearOperatorCirculant2D(_BaseLinearOperatorCirculant):
+    """A block circulant operator with circulant blocks, from its 2-D spectrum
+    (``tf.linalg.LinearOperatorCirculant2D``), applied with ``fft2d``."""
+
+    def __init__(self, spectrum: Any, input_output_dtype: Any = _dt.complex64,
+                 is_non_singular: Any = None, is_self_adjoint: Any = None,
+                 is_positive_definite: Any = None, is_square: Any = True,
+                 name: str = "LinearOperatorCirculant2D") -> None:
+        super().__init__(spectrum, 2, input_output_dtype, is_non_singular, is_self_adjoint,
+                         is_positive_definite, is_square, name)
+
+
+class LinearOperatorCirculant3D(_BaseLinearOperatorCirculant):
+    """A doubly nested block circulant operator from its 3-D spectrum
+    (``tf.linalg.LinearOperatorCirculant3D``), applied with ``fft3d``."""
+
+    def __init__(self, spectrum: Any, input_output_dtype: Any = _dt.complex64,
+                 is_non_singular: Any = None, is_self_adjoint: Any = None,
+                 is_positive_definite: Any = None, is_square: Any = True,
+                 name: str = "LinearOperatorCirculant3D") -> None:
+        super().__init__(spectrum, 3, input_output_dtype, is_non_singular, is_self_adjoint,
+                         is_positive_definite, is_square, name)
+
+
 for _cls in (LinearOperator, LinearOperatorFullMatrix, LinearOperatorDiag,
              LinearOperatorIdentity, LinearOperatorScaledIdentity, LinearOperatorZeros,
              LinearOperatorLowerTriangular, LinearOperatorAdjoint, LinearOperatorInversion,
              LinearOperatorComposition, LinearOperatorKronecker, LinearOperatorBlockDiag,
              LinearOperatorHouseholder, LinearOperatorPermutation, LinearOperatorToeplitz,
-             LinearOperatorTridiag, LinearOperatorLowRankUpdate):
+             LinearOperatorTridiag, LinearOperatorLowRankUpdate, LinearOperatorCirculant,
+             LinearOperatorCirculant2D, LinearOperatorCirculant3D):
     ks.export(f"linalg.{_cls.__name__}", _cls)

@@ -8,6 +8,7 @@ elements followed by ``...``.
 """
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from typing import Any, Callable, Sequence
@@ -21,6 +22,7 @@ from flowrt.graph import (Operation, Tensor, apply_op, control_dependencies,
 from flowrt.op_registry import OpDef
 
 from ._common import constant_value, ks, unchanged_shape
+from .control_flow_ops import cond
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,14 +215,45 @@ def _print_kernel(ctx: Any) -> Any:
     return compute
 
 
+_FILE_PREFIX = "file://"
+#: PrintV2's logging streams and the Python logging level each logs at
+_LOG_STREAMS = {"log(info)": logging.INFO, "log(warning)": logging.WARNING,
+                "log(error)": logging.ERROR}
+
+
+def _output_stream_name(output_stream: Any) -> str | None:
+    """PrintV2's ``output_stream`` attr for a ``tf.print`` stream: sys.stdout/sys.stderr,
+    a logging level (``logging.INFO`` ...) or logging function (``logging.info``,
+    ``tf.logging.info`` ...), as TF 1.15's table; None when unsupported."""
+    if output_stream is sys.stdout or output_stream == "stdout":
+        return "stdout"
+    if output_stream is sys.stderr or output_stream == "stderr":
+        return "stderr"
+    if isinstance(output_stream, int) and not isinstance(output_stream, bool):
+        return {logging.INFO: "log(info)", logging.WARNING: "log(warning)",
+                logging.ERROR: "log(error)"}.get(output_stream)
+    fn_name = getattr(output_stream, "__name__", None)
+    module = getattr(output_stream, "__module__", "") or ""
+    if callable(output_stream) and module.split(".")[0] in ("logging", "flowrt", "absl"):
+        return {"info": "log(info)", "warning": "log(warning)", "warn": "log(warning)",
+                "error": "log(error)"}.get(fn_name or "")
+    return None
+
+
 @ks.kernel("PrintV2", host_memory=("input",))
 def _print_v2_kernel(ctx: Any) -> Any:
     stream = ctx.attrs.get("output_stream", "stderr")
     end = ctx.attrs.get("end", "\n")
-    if stream not in ("stderr", "stdout", "log(info)", "log(warning)", "log(error)"):
+    if isinstance(stream, bytes):
+        stream = stream.decode()
+    if isinstance(end, bytes):
+        end = end.decode()
+    file_path = stream[len(_FILE_PREFIX):] if stream.startswith(_FILE_PREFIX) else None
+    log_level = _LOG_STREAMS.get(stream)
+    if file_path is None and log_level is None and stream not in ("stderr", "stdout"):
         raise errors.InvalidArgumentError(
             None, None, f"{stream} is not a valid output_stream; valid streams are stderr, "
-                        "stdout, log(info), log(warning), log(error)")
+                        "stdout, log(info), log(warning), log(error), file://<filename>")
 
     def compute(s: Any) -> None:
         v = _to_host(ctx, s)
@@ -230,6 +263,16 @@ def _print_v2_kernel(ctx: Any) -> Any:
         text = v.item()
         if isinstance(text, bytes):
             text = text.decode(errors="replace")
+        if file_path is not None:  # TF appends to the file (AppendStringToFile)
+            try:
+                with open(file_path, "a", encoding="utf-8") as f:
+                    f.write(f"{text}{end}")
+            except OSError as e:
+                raise errors.NotFoundError(None, None, f"{file_path}; {e.strerror}") from None
+            return None
+        if log_level is not None:
+            logging.getLogger("flowrt").log(log_level, f"{text}{end}".rstrip("\n"))
+            return None
         f = sys.stdout if stream == "stdout" else sys.stderr
         f.write(f"{text}{end}")
         f.flush()
@@ -245,12 +288,33 @@ def _print_v2_kernel(ctx: Any) -> Any:
 def Assert(condition: Any, data: Any, summarize: int | None = None,
            name: str | None = None) -> Operation:
     """Raises InvalidArgumentError with ``data`` summarised when ``condition`` is false
-    (``tf.Assert``); returns the Assert op (use it as a control dependency)."""
+    (``tf.Assert``); returns an op to use as a control dependency.
+
+    As in TF 1.15: when every ``data`` tensor is int32 or string the result is the Assert
+    op itself; otherwise the Assert sits in the false branch of a ``tf.cond`` named
+    ``AssertGuard`` (so the data is only read when the check fails) and the result is
+    that conditional's Merge op.
+    """
     with name_scope(name, "Assert", [condition, data]):
         xs = [convert_to_tensor(d) for d in data]
+        if all(x.dtype.base_dtype in (_dt.int32, _dt.string) for x in xs):
+            return apply_op("Assert", name="Assert", condition=condition, data=xs,
+                            summarize=summarize)
         condition = convert_to_tensor(condition, name="Condition")
-        return apply_op("Assert", name="Assert", condition=condition, data=xs,
-                        summarize=summarize)
+
+        # TF's branches end in a control edge on the pivot; Identity of the (switched)
+        # condition under the same control edge gives the same Merge
+        def passed() -> Tensor:
+            with control_dependencies([apply_op("NoOp")]):
+                return apply_op("Identity", name="control_dependency", input=condition)
+
+        def failed() -> Tensor:
+            check = apply_op("Assert", name="Assert", condition=condition, data=xs,
+                             summarize=summarize)
+            with control_dependencies([check]):
+                return apply_op("Identity", name="control_dependency", input=condition)
+
+        return cond(condition, passed, failed, name="AssertGuard").op
 
 
 @ks.api("Print")
@@ -274,12 +338,15 @@ def print_(*inputs: Any, **kwargs: Any) -> Operation:
     name = kwargs.pop("name", None)
     if kwargs:
         raise ValueError(f"Unrecognized keyword arguments for tf.print: {sorted(kwargs)}")
-    streams = {sys.stderr: "stderr", sys.stdout: "stdout", "stderr": "stderr",
-               "stdout": "stdout"}
-    stream_name = streams.get(output_stream)
+    if isinstance(output_stream, str) and output_stream.startswith(_FILE_PREFIX):
+        stream_name = output_stream
+    else:
+        stream_name = _output_stream_name(output_stream)
     if stream_name is None:
         raise ValueError(f"Unsupported output stream, logging level, or file.{output_stream}. "
-                         "Supported streams are sys.stdout, sys.stderr")
+                         "Supported streams are sys.stdout, sys.stderr, tf.logging.info, "
+                         "tf.logging.warning, tf.logging.error. File needs to be in the "
+                         "form of 'file://<filepath>'.")
     g = get_default_graph()
     with name_scope(name, "PrintV2", list(inputs)) as scope:
         if len(inputs) == 1 and isinstance(inputs[0], Tensor) and \

@@ -221,6 +221,16 @@ def _reciprocal_kernel(ctx: Any) -> Any:
 def _rsqrt_kernel(ctx: Any) -> Any:
     xp = ctx.xp
     sqrt, recip = xp.sqrt, xp.reciprocal
+    if ctx.output_dtypes[0].is_complex:
+        # Eigen's complex rsqrt is the scalar 1 / sqrt(x): inf+NaNj at 0, where numpy's
+        # reciprocal gives NaN+NaNj
+        one, divide = xp.ones((), ctx.output_dtypes[0].np), xp.true_divide
+
+        def complex_rsqrt(x: Any) -> Any:
+            with np.errstate(all="ignore"):
+                return divide(one, sqrt(x))
+
+        return complex_rsqrt
     return lambda x: recip(sqrt(x))
 
 
@@ -526,11 +536,37 @@ def _int_truncdiv(xp: Any, dtype: _dt.DType) -> Callable[[Any, Any], Any]:
     return lambda x, y: floordiv(x - fmod(x, y), y)
 
 
+def _complex_divide(xp: Any) -> Callable[[Any, Any], Any]:
+    """``x / y`` for complex arrays as TF's CPU kernels (Eigen's ``pdiv`` of complex
+    packets): ``y`` is scaled by ``max(|re y|, |im y|)`` before the textbook formula, so
+    any ``x / 0`` is NaN+NaNj (numpy's Smith division gives +-inf+NaNj) while tiny and
+    huge divisors neither underflow nor overflow."""
+    absolute, maximum, errstate = xp.abs, xp.maximum, np.errstate
+
+    def divide(x: Any, y: Any) -> Any:
+        x, y = xp.asarray(x), xp.asarray(y)
+        with errstate(all="ignore"):
+            yr, yi = y.real, y.imag
+            m = maximum(absolute(yr), absolute(yi))
+            sr, si = yr / m, yi / m
+            den = sr * sr + si * si
+            xr, xi = x.real, x.imag
+            re = (xr * sr + xi * si) / den / m
+            im = (xi * sr - xr * si) / den / m
+        out = xp.empty(np.broadcast_shapes(x.shape, y.shape), dtype=xp.result_type(x, y))
+        out.real, out.imag = re, im
+        return out
+
+    return divide
+
+
 @ks.kernel("Div", "RealDiv")
 def _div_kernel(ctx: Any) -> Any:
     xp, dt = ctx.xp, ctx.output_dtypes[0]
     if dt.is_integer:
         return _guard_broadcast(ctx, _check_divisor(_int_truncdiv(xp, dt)))
+    if dt.is_complex:
+        return _guard_broadcast(ctx, _complex_divide(xp))
     return _guard_broadcast(ctx, xp.true_divide)
 
 
@@ -618,8 +654,10 @@ def _masked_kernel(kind: str) -> Callable[[Any], Any]:
             def fn(x: Any, y: Any) -> Any:
                 return where(y == 0, zero, x * y)
         elif kind == "xdivy":
+            div = _complex_divide(xp) if ctx.output_dtypes[0].is_complex else xp.true_divide
+
             def fn(x: Any, y: Any) -> Any:
-                return where(x == 0, zero, x / y)
+                return where(x == 0, zero, div(x, y))
         else:
             log = xp.log
 
@@ -1225,10 +1263,19 @@ def _reducer(ctx: Any) -> Callable[[Any, tuple[int, ...], bool], Any]:
         if dt.is_complex:
             conj = xp.conj
             return lambda x, ax, kd: sqrt(xsum(x * conj(x), axis=ax, keepdims=kd))
-        wide = np.float64 if dt.is_integer else acc  # integers: sqrt, then truncate
+        if dt.is_integer:
+            # TF's EuclideanNormReducer sums the squares in T (wrapping as C++ does), then
+            # takes sqrt of that sum as a double and truncates it back to T
+            def int_norm(x: Any, ax: tuple[int, ...], kd: bool) -> Any:
+                s = xsum(x * x, axis=ax, keepdims=kd, dtype=npdt)
+                with np.errstate(invalid="ignore"):  # sqrt of a wrapped negative sum
+                    r = sqrt(s.astype(np.float64))
+                    return xp.where(xp.isnan(r), 0, r).astype(npdt)
+
+            return int_norm
 
         def norm(x: Any, ax: tuple[int, ...], kd: bool) -> Any:
-            xw = x.astype(wide, copy=False)
+            xw = x.astype(acc, copy=False)
             return sqrt(xsum(xw * xw, axis=ax, keepdims=kd)).astype(npdt, copy=False)
 
         return norm
@@ -1620,7 +1667,13 @@ def _matmul_kernel(ctx: Any) -> Any:
         fn = lambda a, b: matmul(a, b.T)  # noqa: E731
     else:
         fn = matmul
-    return _guard_matmul(ctx, small_gemm_single_threaded(ctx, fn, 0 if ta else 1))
+    fn = _guard_matmul(ctx, small_gemm_single_threaded(ctx, fn, 0 if ta else 1))
+    if ctx.output_dtypes[0].name == "bfloat16":
+        out_np = np.dtype(ctx.output_dtypes[0].np)
+        # numpy multiplies bfloat16 matrices in float32 and returns float32
+        inner = fn
+        fn = lambda a, b: inner(a, b).astype(out_np, copy=False)  # noqa: E731
+    return fn
 
 
 #: GEMMs with fewer multiply-adds than this run with BLAS on one thread (on devices
@@ -1633,20 +1686,39 @@ SMALL_GEMM_FLOPS = 1 << 23
 
 def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1
                                ) -> Callable[[Any, Any], Any]:
-    """``fn(a, b)`` (a 2-D product contracting ``a``'s axis ``k_axis``) that runs small
-    products with BLAS on one thread where the device can (its
-    ``single_threaded_blas``); ``fn`` itself elsewhere."""
+    """``fn(a, b)`` (a 2-D product contracting ``a``'s axis ``k_axis``) threaded the way
+    the device wants: a small product runs with BLAS on one thread (the device's
+    ``single_threaded_blas``); a large one, on a device with ``parallel_map`` (the
+    CPU), is split by rows of the result over the intra-op threads, BLAS on one thread
+    in each, rather than left to BLAS's own threads, which busy-wait between calls and
+    take the cores from the next kernel's threads. ``fn`` itself elsewhere."""
     wrap = getattr(ctx.device, "single_threaded_blas", None)
     if wrap is None:
         return fn
     single = wrap(fn)
     if single is fn:
         return fn
+    pmap = getattr(ctx.device, "parallel_map", None)
+    threads = int(ctx.device.parallelism()) if pmap is not None else 1
+    xp = ctx.xp
+    m_axis = 1 - k_axis
+
+    def split(a: Any, b: Any) -> Any:
+        m = a.shape[m_axis]
+        step = -(-m // threads)
+        if m_axis == 0:
+            parts = pmap(lambda i: fn(a[i * step:(i + 1) * step], b), -(-m // step))
+        else:
+            parts = pmap(lambda i: fn(a[:, i * step:(i + 1) * step], b), -(-m // step))
+        return xp.concatenate(parts, axis=0)
 
     def call(a: Any, b: Any) -> Any:
         k = a.shape[k_axis]
-        if k and a.size * (b.size // k) < SMALL_GEMM_FLOPS:
+        flops = a.size * (b.size // k) if k else 0
+        if flops < SMALL_GEMM_FLOPS:
             return single(a, b)
+        if threads > 1 and a.shape[m_axis] >= 2 * threads and a.ndim == 2:
+            return split(a, b)
         return fn(a, b)
 
     return call
@@ -1818,7 +1890,10 @@ def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Tensor:
                         f"{', '.join(sorted(kwargs))}. Expected: name")
     if not inputs:
         raise ValueError("einsum needs at least one input tensor")
-    return apply_op("Einsum", name=name, inputs=list(inputs), equation=equation)
+    # TF 1.15 built the contraction from transposes, reshapes and matmuls inside an
+    # "einsum" scope (TF 2.x: one Einsum op in that scope); flowrt emits the one op there
+    with name_scope(name, "einsum", list(inputs)):
+        return apply_op("Einsum", inputs=list(inputs), equation=equation)
 
 
 # -- tensordot -----------------------------------------------------------------------------

@@ -178,7 +178,8 @@ def _relu6_kernel(ctx: Any) -> Any:
 def _leaky_relu_kernel(ctx: Any) -> Any:
     xp = ctx.xp
     alpha = float(np.float32(ctx.attrs.get("alpha", 0.2)))  # a float attr, as in TF
-    return lambda x: xp.where(x > 0, x, x * alpha)
+    # (the product keeps x's dtype: numpy would widen bfloat16 times a float to float32)
+    return lambda x: xp.where(x > 0, x, (x * alpha).astype(x.dtype, copy=False))
 
 
 @ks.kernel("Elu")
@@ -191,14 +192,30 @@ def _elu_kernel(ctx: Any) -> Any:
 def _selu_kernel(ctx: Any) -> Any:
     xp = ctx.xp
     sa = _SELU_SCALE * _SELU_ALPHA
-    return lambda x: xp.where(x < 0, sa * xp.expm1(x), _SELU_SCALE * x)
+    return lambda x: xp.where(x < 0, sa * xp.expm1(x), _SELU_SCALE * x).astype(
+        x.dtype, copy=False)
+
+
+#: machine epsilon by dtype name, for TF's softplus thresholds (numpy's finfo does not
+#: know bfloat16)
+_EPS_BITS = {"bfloat16": 7, "float16": 10, "float32": 23, "float64": 52}
 
 
 @ks.kernel("Softplus")
 def _softplus_kernel(ctx: Any) -> Any:
     xp = ctx.xp
-    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))
-    return lambda x: xp.logaddexp(x, 0)
+    dt = ctx.output_dtypes[0]
+    # TF's functor: x above -t, exp(x) below t, log(exp(x) + 1) between, with
+    # t = log(epsilon) + 2 of the dtype (about -13.9 for float32); the cut-offs show in
+    # bfloat16 (log_sigmoid(-3) is -3.0 there)
+    t = float(np.log(2.0 ** -_EPS_BITS.get(dt.name, 52)) + 2.0)
+
+    def compute(x: Any) -> Any:
+        ex = xp.exp(x)
+        mid = xp.log(ex + xp.asarray(1, dtype=x.dtype))
+        return xp.where(x > -t, x, xp.where(x < t, ex, mid)).astype(x.dtype, copy=False)
+
+    return compute
 
 
 @ks.kernel("Softsign")

@@ -29,6 +29,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import constant_value, ks
 from ._common import invalid as _invalid
+from .unicode_script_table import SCRIPT_RANGES
 
 __all__ = ["fingerprint64", "hash64", "siphash24"]
 
@@ -1848,3 +1849,36 @@ def bytes_split(input: Any, name: str | None = None) -> Tensor:
         _scalar_only(x, "bytes_split")
         pos = tf.range(tf.strings.length(x))
         return tf.strings.substr(x, pos, tf.ones_like(pos))
+
+
+# ---------------------------------------------------------------------------------------
+# UnicodeScript
+# ---------------------------------------------------------------------------------------
+ks.op(OpDef("UnicodeScript", inputs=["input: int32"], outputs=["output: int32"],
+            shape_fn=lambda op: [op.inputs[0].shape],
+            doc="The ICU script code (UScriptCode) of each code point; -1 if invalid."))
+ks.not_differentiable("UnicodeScript")
+
+_SCRIPT_STARTS = np.asarray(SCRIPT_RANGES[0::2], dtype=np.int64)
+_SCRIPT_CODES = np.asarray(SCRIPT_RANGES[1::2], dtype=np.int32)
+
+
+@ks.kernel("UnicodeScript", device_type="CPU")
+def _unicode_script_kernel(ctx: Any) -> Callable[[Any], Any]:
+    def unicode_script(x: Any) -> Any:
+        cp = np.asarray(x, dtype=np.int64)
+        valid = (cp >= 0) & (cp <= 0x10FFFF)
+        pos = np.searchsorted(_SCRIPT_STARTS, np.where(valid, cp, 0), side="right") - 1
+        # ICU fails (U_ILLEGAL_ARGUMENT_ERROR) outside the code space; TF gives -1 there
+        return np.where(valid, _SCRIPT_CODES[pos], np.int32(-1)).astype(np.int32)
+
+    return unicode_script
+
+
+@ks.api("strings.unicode_script")
+def unicode_script(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """The Unicode script of each int32 code point as ICU's ``UScriptCode`` number
+    (``tf.strings.unicode_script``): 0 Common, 1 Inherited, 25 Latin, 17 Han ...; 103
+    (Unknown) for unassigned and private-use code points, -1 for values that are not
+    code points (negative or above U+10FFFF)."""
+    return apply_op("UnicodeScript", name=name, input=input)
