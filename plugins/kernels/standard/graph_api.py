@@ -34,6 +34,7 @@ from flowrt.training.template import make_template
 from flowrt.training.variables import (Variable, VariableAggregation,
                                        VariableSynchronization, variable_creator_scope)
 from flowrt.variable_scope import get_variable_scope, variable_scope
+from flowrt.tools import tf_logging
 
 from ._common import ks
 from .array_ops import _static_value
@@ -308,8 +309,9 @@ def moving_average_variables(scope: str | None = None) -> list[Any]:
 
 
 def get_logger() -> logging.Logger:
-    """The ``tensorflow`` logger (``tf.get_logger``)."""
-    return logging.getLogger("tensorflow")
+    """The ``tensorflow`` logger (``tf.get_logger``), with TF's stderr handler added on
+    first use (the same logger ``tf.logging`` writes to)."""
+    return tf_logging.get_logger()
 
 
 def is_numeric_tensor(tensor: Any) -> bool:
