@@ -159,3 +159,21 @@ def test_print_to_logging_levels(graph, caplog):
 def test_print_unsupported_stream(graph):
     with pytest.raises(ValueError, match="File needs to be in the form"):
         tf.print("x", output_stream=sys.stdin)
+
+
+def test_matmul_sparsity_hints_take_sparse_matmul_for_float32_as_tf_1_15():
+    """TF 1.15's tf.matmul: a_is_sparse/b_is_sparse on float32 (or bfloat16) inputs
+    build SparseMatMul; on other dtypes, or without hints, MatMul. Same values."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 2)).astype(np.float32)
+    with tf.Graph().as_default():
+        hinted = tf.matmul(a, b, a_is_sparse=True, transpose_b=False)
+        plain = tf.matmul(a, b)
+        wide = tf.matmul(a.astype(np.float64), b.astype(np.float64), b_is_sparse=True)
+        assert hinted.op.type == "SparseMatMul" and hinted.dtype == tf.float32
+        assert plain.op.type == "MatMul" and wide.op.type == "MatMul"
+        with tf.Session() as s:
+            h, p = s.run([hinted, plain])
+    np.testing.assert_allclose(h, a @ b, rtol=1e-5)
+    np.testing.assert_array_equal(h, p)

@@ -1749,7 +1749,9 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
            b_is_sparse: bool = False, name: str | None = None) -> Tensor:
     """Matrix product ``a @ b``: MatMul for rank-2 inputs, BatchMatMulV2 (broadcasting
-    batch dimensions) otherwise. The sparsity hints are accepted and ignored."""
+    batch dimensions) otherwise. As in TF 1.15, a sparsity hint on float32/bfloat16
+    inputs, or bfloat16 mixed with another dtype, takes the ``SparseMatMul`` op (its
+    float32 result cast back when both inputs are bfloat16)."""
     with name_scope(name, "MatMul", [a, b]) as scope:
         if transpose_a and adjoint_a:
             raise ValueError("Only one of transpose_a and adjoint_a can be True.")
@@ -1758,7 +1760,8 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
         a = convert_to_tensor(a, name="a")
         b = convert_to_tensor(b, name="b")
         ra, rb = a.shape.ndims, b.shape.ndims
-        if ra is None or ra > 2 or rb is None or rb > 2:
+        if not (a_is_sparse or b_is_sparse) and (ra is None or ra > 2 or rb is None or
+                                                 rb > 2):
             if transpose_a:
                 a = conj(a)
                 adjoint_a = True
@@ -1773,6 +1776,17 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
         if adjoint_b:
             b = conj(b)
             transpose_b = True
+        an, bn = a.dtype.base_dtype.name, b.dtype.base_dtype.name
+        use_sparse = (a_is_sparse or b_is_sparse) and {an, bn} <= {"float32", "bfloat16"}
+        if "bfloat16" in (an, bn) and an != bn:
+            use_sparse = True  # (MatMul takes one dtype)
+        if use_sparse:
+            ret = apply_op("SparseMatMul", name=scope, a=a, b=b, transpose_a=transpose_a,
+                           transpose_b=transpose_b, a_is_sparse=a_is_sparse,
+                           b_is_sparse=b_is_sparse)
+            if an == bn == "bfloat16":
+                ret = apply_op("Cast", x=ret, DstT=a.dtype.base_dtype, name="Cast")
+            return ret
         return apply_op("MatMul", name=scope, a=a, b=b, transpose_a=transpose_a,
                         transpose_b=transpose_b)
 
