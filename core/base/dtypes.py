@@ -27,6 +27,17 @@ except Exception:  # pragma: no cover - depends on the environment
 _REF_OFFSET = 100
 
 
+def _bfloat16_limit(sign: int) -> Any:
+    """bfloat16's largest (sign 1) or smallest (-1) value: a bfloat16 scalar when
+    ml_dtypes provides the type (as TF returns), else the same value as a float."""
+    try:
+        import ml_dtypes  # (optional: numpy's bfloat16 comes from it when installed)
+    except ImportError:
+        return sign * 3.38953139e38
+    info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    return info.max if sign > 0 else info.min
+
+
 class DType:
     """A tensor element type, as ``tf.DType``."""
 
@@ -131,7 +142,7 @@ class DType:
         """The smallest value (TypeError for bool, string, complex and quantized)."""
         b = self.base_dtype
         if b.is_floating:
-            return np.finfo(b.np).min if b is not bfloat16 else -3.38953139e38
+            return np.finfo(b.np).min if b is not bfloat16 else _bfloat16_limit(-1)
         if b.is_integer:
             return np.iinfo(b.np).min
         raise TypeError(f"Cannot find minimum value of {self}.")
@@ -141,7 +152,7 @@ class DType:
         """The largest value (TypeError for bool, string, complex and quantized)."""
         b = self.base_dtype
         if b.is_floating:
-            return np.finfo(b.np).max if b is not bfloat16 else 3.38953139e38
+            return np.finfo(b.np).max if b is not bfloat16 else _bfloat16_limit(1)
         if b.is_integer:
             return np.iinfo(b.np).max
         raise TypeError(f"Cannot find maximum value of {self}.")
