@@ -55,6 +55,8 @@ from . import top_level_specs  # noqa: F401,E402
 from . import top_level_critical  # noqa: F401,E402
 from . import records_api  # noqa: F401,E402
 from . import parsing_ops  # noqa: F401,E402
+from . import summary_ops  # noqa: F401,E402
+from . import summary_api  # noqa: F401,E402
 from . import shell_api  # noqa: F401,E402
 from . import passes  # noqa: E402
 
