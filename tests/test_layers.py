@@ -202,10 +202,11 @@ def test_the_core_calls_only_declared_op_api_names() -> None:
     from flowrt.framework.graph import REQUIRED_API_NAMES
 
     declared = set(REQUIRED_API_NAMES)
-    for path in _modules(CORE / "modeling"):
-        mod = importlib.import_module(".".join(_package_of(path) + [path.stem])
-                                      if path.stem != "__init__" else "flowrt.modeling")
-        declared |= set(getattr(mod, "REQUIRED_API_NAMES", ()))
+    for layer in ("inputs", "modeling"):
+        for path in _modules(CORE / layer):
+            mod = importlib.import_module(".".join(_package_of(path) + [path.stem])
+                                          if path.stem != "__init__" else f"flowrt.{layer}")
+            declared |= set(getattr(mod, "REQUIRED_API_NAMES", ()))
     called = set()
     for path in _modules(CORE):
         for node in ast.walk(ast.parse(path.read_text())):

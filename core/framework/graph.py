@@ -1110,7 +1110,14 @@ def _graph_from_inputs(values: Any) -> "Graph | None":
     """The graph of the graph elements among ``values`` (TF's ``_get_graph_from_inputs``).
 
     :raises ValueError: when they come from different graphs.
+
+    While a function is being traced into its own graph (a graph with
+    ``_building_function`` set, as tf.data's map functions are), that graph: it turns
+    the outer graph's tensors into captured inputs itself.
     """
+    dg = get_default_graph()
+    if getattr(dg, "_building_function", False):
+        return dg
     graph = None
     first = None
     for v in values or ():

@@ -1,0 +1,308 @@
+"""The ops of ``tf.data`` iterators (TF's names): ``IteratorV2`` and ``OneShotIterator``
+hold an iterator's state in the device's resource manager, ``MakeIterator`` starts it on
+a dataset, ``IteratorGetNext`` reads the next element, ``IteratorToStringHandle`` /
+``IteratorFromStringHandleV2`` name it for feedable iterators.
+
+A dataset is a description built in Python (:mod:`flowrt.inputs.dataset`); these ops
+name it by their ``dataset`` attr and receive the graph tensors it captured as their
+``arguments`` input, so those are evaluated when the initializer runs, as in TF.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import traceback
+import weakref
+from typing import Any, Iterator
+
+import numpy as np
+
+from flowrt import dtypes as _dt
+from flowrt import errors
+from flowrt.inputs.dataset import Env, lookup_dataset
+from flowrt.op_registry import OpDef
+from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
+
+from ._common import ks
+
+__all__: list[str] = []
+
+_NOT_INITIALIZED = ("GetNext() failed because the iterator has not been initialized. "
+                    "Ensure that you have run the initializer operation for this iterator "
+                    "before getting the next element.")
+
+
+class _IteratorResource:
+    """One iterator's state: the running dataset (a generator) and its environment."""
+
+    def __init__(self, name: str, types: list[_dt.DType], shapes: list[TensorShape]):
+        self.name = name
+        self.types = types
+        self.shapes = [s.as_tuple() for s in shapes]
+        self.np_types = [np.dtype(object) if t is _dt.string else np.dtype(t.as_numpy_dtype)
+                         for t in types]
+        self._lock = threading.Lock()
+        self._env: Env | None = None
+        self._gen: Iterator[tuple] | None = None
+        self._initialized = False
+
+    def reset(self, token: str, args: tuple) -> None:
+        """Start (again) on the dataset named ``token`` with its captured values."""
+        ds = lookup_dataset(token)
+        env = Env(dict(zip(ds._inputs(), args)))
+        with self._lock:
+            self._close_locked()
+            self._env = env
+            self._gen = ds._elements(env)
+            self._initialized = True
+
+    def get_next(self) -> tuple:
+        """The next element, checked against the iterator's types and shapes.
+
+        :raises errors.OutOfRangeError: at the end of the dataset"""
+        with self._lock:
+            if not self._initialized:
+                raise errors.FailedPreconditionError(None, None, _NOT_INITIALIZED)
+            if self._gen is None:
+                raise errors.OutOfRangeError(None, None, "End of sequence")
+            try:
+                el = next(self._gen)
+            except StopIteration:
+                self._gen = None
+                raise errors.OutOfRangeError(None, None, "End of sequence") from None
+            except errors.OpError:
+                self._gen = None
+                raise
+            except Exception as e:  # noqa: BLE001 - a Python error in a dataset's code
+                self._gen = None
+                raise _op_error(e) from e
+        return self._check(el)
+
+    def _check(self, el: tuple) -> tuple:
+        if len(el) != len(self.types):
+            raise errors.InvalidArgumentError(
+                None, None, f"The iterator expects {len(self.types)} components but the "
+                f"dataset produced {len(el)}")
+        out = []
+        for i, (v, t, s) in enumerate(zip(el, self.np_types, self.shapes)):
+            a = np.asarray(v)
+            if a.dtype != t:
+                if t == object and a.dtype.char in "SU":
+                    a = a.astype(object)
+                else:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Data type mismatch at component {i}: expected "
+                        f"{_dt.as_dtype(t if t != object else _dt.string).name} but got "
+                        f"{a.dtype.name}.")
+            if s is not None and (len(s) != a.ndim or
+                                  any(w is not None and w != d for w, d in zip(s, a.shape))):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Incompatible shapes at component {i}: expected "
+                    f"{_fmt(s)} but got {_fmt(a.shape)}.")
+            out.append(a)
+        return tuple(out)
+
+    def _close_locked(self) -> None:
+        if self._gen is not None:
+            self._gen.close() if hasattr(self._gen, "close") else None
+        if self._env is not None:
+            self._env.close()
+        self._gen, self._env = None, None
+
+    def close_resource(self) -> None:
+        """Stop background threads and sessions (the resource is being dropped)."""
+        with self._lock:
+            self._close_locked()
+
+
+def _fmt(s: Any) -> str:
+    return "[" + ",".join("?" if d is None else str(d) for d in s) + "]"
+
+
+def _op_error(e: BaseException) -> errors.OpError:
+    """TF's mapping of a Python exception raised inside a dataset (from_generator)."""
+    text = "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip("\n")
+    if isinstance(e, (ValueError, TypeError)):
+        return errors.InvalidArgumentError(None, None, text)
+    return errors.UnknownError(None, None, text)
+
+
+#: string handles of live iterators (feedable iterators)
+_by_handle: "weakref.WeakValueDictionary[str, _IteratorResource]" = \
+    weakref.WeakValueDictionary()
+_uids = itertools.count()
+
+
+def _resource(h: Any) -> _IteratorResource:
+    if isinstance(h, _IteratorResource):
+        return h
+    if isinstance(h, np.ndarray) and h.size == 1:
+        return _resource(h.reshape(()).item())
+    raise errors.InvalidArgumentError(None, None, f"expected an iterator handle, got "
+                                      f"{type(h).__name__}")
+
+
+def _types_shapes(attrs: Any) -> tuple[list[_dt.DType], list[TensorShape]]:
+    types = [_dt.as_dtype(t) for t in attrs.get("output_types") or []]
+    shapes = [as_shape(s) for s in attrs.get("output_shapes") or []]
+    if len(shapes) != len(types):
+        shapes = [unknown_shape()] * len(types)
+    return types, shapes
+
+
+def _make_handle(ctx: Any) -> Any:
+    """The compute of an iterator's handle op: look the resource up, creating it once
+    (a private name per kernel unless ``shared_name``)."""
+    rm = ctx.device.resource_mgr
+    container = ctx.attrs.get("container") or ""
+    shared = ctx.attrs.get("shared_name") or ""
+    name = shared or f"_iterator_{next(_uids)}_{ctx.node_name}"
+    types, shapes = _types_shapes(ctx.attrs)
+
+    def make() -> _IteratorResource:
+        r = _IteratorResource(name, types, shapes)
+        _by_handle[f"{container}/{name}/{id(r)}"] = r
+        r.handle_string = f"{container}/{name}/{id(r)}"  # type: ignore[attr-defined]
+        return r
+
+    def lookup() -> _IteratorResource:
+        return rm.lookup_or_create(container, name, make)
+
+    if not shared:
+        weakref.finalize(lookup, _drop, rm, container, name)
+    return lookup
+
+
+def _drop(rm: Any, container: str, name: str) -> None:
+    try:
+        r = rm.lookup(container, name)
+    except Exception:  # noqa: BLE001 - already gone
+        return
+    rm.delete(container, name)
+    r.close_resource()
+
+
+# =======================================================================================
+# Op definitions
+# =======================================================================================
+def _scalar(op: Any) -> list[TensorShape]:
+    return [TensorShape([]) for _ in op.outputs]
+
+
+def _no_outputs(op: Any) -> list[TensorShape]:
+    return []
+
+
+def _get_next_shapes(op: Any) -> list[TensorShape]:
+    shapes = op.node_attrs.get("output_shapes") or []
+    if len(shapes) != len(op.outputs):
+        return [unknown_shape() for _ in op.outputs]
+    return [as_shape(s) for s in shapes]
+
+
+_IT_ATTRS = ["output_types: list(type) >= 1", "output_shapes: list(shape) >= 1"]
+ks.op(
+    OpDef("IteratorV2", outputs=["handle: resource"],
+          attrs=["shared_name: string", "container: string", *_IT_ATTRS], is_stateful=True,
+          shape_fn=_scalar, doc="A container for an iterator's state."),
+    OpDef("OneShotIterator", inputs=["arguments: Targuments"], outputs=["handle: resource"],
+          attrs=["dataset: string", "Targuments: list(type) >= 0", *_IT_ATTRS,
+                 "container: string = ''", "shared_name: string = ''"], is_stateful=True,
+          shape_fn=_scalar,
+          doc="An iterator started on its dataset by the first use (the arguments are the "
+              "tensors the dataset captured)."),
+    OpDef("MakeIterator", inputs=["iterator: resource", "arguments: Targuments"],
+          attrs=["dataset: string", "Targuments: list(type) >= 0"], is_stateful=True,
+          shape_fn=_no_outputs,
+          doc="(Re)starts the iterator on the dataset named by the ``dataset`` attr, with "
+              "the values of the tensors it captured."),
+    OpDef("IteratorGetNext", inputs=["iterator: resource"],
+          outputs=["components: output_types"], attrs=_IT_ATTRS, is_stateful=True,
+          shape_fn=_get_next_shapes, doc="Gets the next element from the iterator."),
+    OpDef("IteratorToStringHandle", inputs=["resource_handle: resource"],
+          outputs=["string_handle: string"], is_stateful=True, shape_fn=_scalar,
+          doc="A string naming the iterator (for feedable iterators)."),
+    OpDef("IteratorFromStringHandleV2", inputs=["string_handle: string"],
+          outputs=["resource_handle: resource"],
+          attrs=["output_types: list(type) >= 0 = []",
+                 "output_shapes: list(shape) >= 0 = []"], is_stateful=True,
+          shape_fn=_scalar, doc="The iterator a string handle names."),
+)
+ks.not_differentiable("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGetNext",
+                      "IteratorToStringHandle", "IteratorFromStringHandleV2")
+
+
+# =======================================================================================
+# Kernels
+# =======================================================================================
+@ks.kernel("IteratorV2", device_type="CPU")
+def _iterator_kernel(ctx: Any) -> Any:
+    return _make_handle(ctx)
+
+
+@ks.kernel("OneShotIterator", device_type="CPU")
+def _one_shot_kernel(ctx: Any) -> Any:
+    lookup = _make_handle(ctx)
+    token = _text(ctx.attrs["dataset"])
+    lock = threading.Lock()
+
+    def compute(*args: Any) -> Any:
+        r = lookup()
+        with lock:
+            if not r._initialized:
+                r.reset(token, args)
+        return r
+
+    return compute
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+@ks.kernel("MakeIterator", device_type="CPU")
+def _make_iterator_kernel(ctx: Any) -> Any:
+    token = _text(ctx.attrs["dataset"])
+
+    def compute(handle: Any, *args: Any) -> None:
+        _resource(handle).reset(token, args)
+
+    return compute
+
+
+@ks.kernel("IteratorGetNext", device_type="CPU")
+def _get_next_kernel(ctx: Any) -> Any:
+    n = len(ctx.attrs.get("output_types") or [])
+
+    def compute(handle: Any) -> Any:
+        el = _resource(handle).get_next()
+        return el[0] if n == 1 else el
+
+    return compute
+
+
+@ks.kernel("IteratorToStringHandle", device_type="CPU")
+def _to_string_handle_kernel(ctx: Any) -> Any:
+    def compute(handle: Any) -> Any:
+        return np.asarray(_resource(handle).handle_string.encode(), dtype=object)
+
+    return compute
+
+
+@ks.kernel("IteratorFromStringHandleV2", device_type="CPU")
+def _from_string_handle_kernel(ctx: Any) -> Any:
+    types, shapes = _types_shapes(ctx.attrs)
+
+    def compute(s: Any) -> Any:
+        key = _text(np.asarray(s).reshape(()).item())
+        r = _by_handle.get(key)
+        if r is None:
+            raise errors.InvalidArgumentError(None, None, f"Could not find an iterator for "
+                                              f"string handle {key!r}")
+        if types and [t.base_dtype for t in types] != [t.base_dtype for t in r.types]:
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected output types [{', '.join(t.name for t in types)}] "
+                f"but the iterator has [{', '.join(t.name for t in r.types)}]")
+        return r
+
+    return compute
