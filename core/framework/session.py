@@ -518,8 +518,11 @@ class BaseSession:
                                     f"with key {t}.")
                 if npd is None or npd.kind == "O":
                     a = np.asarray(v, dtype=object)
-                    a = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s,
-                                     otypes=[object])(a) if a.size else a
+                    # (str items become bytes; a feed already all bytes -- a batch of
+                    # serialized records -- skips the per-item call)
+                    if a.size and not set(map(type, a.reshape(-1).tolist())) <= {bytes}:
+                        a = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s,
+                                         otypes=[object])(a)
                 else:
                     try:
                         a = np.asarray(v, dtype=npd)

@@ -26,6 +26,7 @@ import zlib
 from typing import Any, BinaryIO, Iterator
 
 import google_crc32c
+import numpy as np
 
 from ..base import errors
 
@@ -65,6 +66,46 @@ def _loss(name: str, what: str, offset: int) -> errors.DataLossError:
     return errors.DataLossError(None, None, f"{name}: {what} record at {offset}")
 
 
+def _crc_table() -> np.ndarray:
+    """The byte table of the reflected CRC32C (polynomial 0x82F63B78)."""
+    t = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        t = np.where(t & 1, (t >> 1) ^ np.uint32(0x82F63B78), t >> 1).astype(np.uint32)
+    return t
+
+
+_TABLE = _crc_table()
+
+
+def _mask(crc: np.ndarray) -> np.ndarray:
+    """:func:`masked_crc`'s rotation and offset, over an array of CRCs (uint32)."""
+    return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
+
+
+def _length_crcs(a: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The masked CRC32C of the 8 bytes at each of ``starts`` in ``a`` (the length
+    field of each record), a table-driven CRC over all records at once."""
+    crc = np.full(len(starts), 0xFFFFFFFF, dtype=np.uint32)
+    for j in range(8):
+        crc = _TABLE[(crc ^ a[starts + j]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+    return _mask(crc ^ np.uint32(0xFFFFFFFF))
+
+
+def _first_bad(buf: bytes, starts: list[int], lens: list[int], datas: list[bytes]) -> int:
+    """The index of the first record with a bad checksum (its length's for each of
+    ``starts``, its data's for each of ``datas``, in file order), or ``len(starts)``."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    s = np.array(starts, dtype=np.int64)
+    u32 = np.lib.stride_tricks.as_strided(a, (len(a) - 3, 4), (1, 1)).view("<u4")[:, 0]
+    bad = _length_crcs(a, s) != u32[s + 8]
+    if datas:
+        ends = s[:len(datas)] + 12 + np.array(lens[:len(datas)], dtype=np.int64)
+        got = _mask(np.fromiter(map(_crc, datas), dtype=np.uint32, count=len(datas)))
+        bad[:len(datas)] |= got != u32[ends]
+    hit = np.flatnonzero(bad)
+    return int(hit[0]) if len(hit) else len(starts)
+
+
 def read_records(f: BinaryIO, name: str = "<stream>", check_crc: bool = True
                  ) -> Iterator[bytes]:
     """Yield the data of each TFRecord read from the binary file ``f`` (the shared
@@ -73,7 +114,10 @@ def read_records(f: BinaryIO, name: str = "<stream>", check_crc: bool = True
     :param name: the file's name, for error messages
     :param check_crc: verify both checksums of each record (TF always does)
     A partial length header at the end is the end of the records, as TensorFlow reads
-    it (a file another process is still writing).
+    it (a file another process is still writing). The file is read in chunks of
+    ``_CHUNK`` bytes; the records of a chunk are found with one loop over their length
+    fields and checked together (the length CRCs over numpy arrays), then yielded in
+    order up to the first bad one.
 
     :raises DataLossError: ``"<name>: truncated record at <offset>"`` when the file ends
         inside a record's data, ``"<name>: corrupted record at <offset>"`` for a bad checksum;
@@ -83,29 +127,34 @@ def read_records(f: BinaryIO, name: str = "<stream>", check_crc: bool = True
     pos = 0          # position of the next record in buf
     base = 0         # stream offset of buf[0]
     eof = False
-    unpack_header = _HEADER.unpack_from
-    unpack_u32 = _U32.unpack_from
+    unpack_u64 = _U64.unpack_from
     while True:
-        avail = len(buf) - pos
-        need = 12
-        if avail >= 12:
-            length, len_crc = unpack_header(buf, pos)
-            if check_crc and masked_crc(buf[pos:pos + 8]) != len_crc:
-                raise _loss(name, "corrupted", base + pos)
-            need = length + 16
-            if avail >= need:
-                start = pos + 12
-                end = start + length
-                data = buf[start:end]
-                if check_crc and masked_crc(data) != unpack_u32(buf, end)[0]:
-                    raise _loss(name, "corrupted", base + pos)
-                pos = end + 4
-                yield data
-                continue
+        limit = len(buf)
+        starts: list[int] = []
+        lens: list[int] = []
+        p = pos
+        while p + 12 <= limit:
+            n = unpack_u64(buf, p)[0]
+            starts.append(p)
+            lens.append(n)
+            if p + n + 16 > limit:
+                break
+            p += n + 16
+        whole = len(starts) - (bool(starts) and p == starts[-1])  # the last may be partial
+        datas = [buf[q + 12:q + 12 + n] for q, n in zip(starts[:whole], lens[:whole])]
+        if check_crc and starts:
+            bad = _first_bad(buf, starts, lens, datas)
+            if bad < len(starts):
+                yield from datas[:bad]
+                raise _loss(name, "corrupted", base + starts[bad])
+        yield from datas
+        pos = p
+        avail = limit - pos
         if eof:
             if avail >= 12:
                 raise _loss(name, "truncated", base + pos)
             return  # no record or a partial header: the end, as TF (a file being written)
+        need = lens[-1] + 16 if whole < len(starts) else 12
         more = f.read(max(_CHUNK, need - avail))
         eof = not more
         base += pos

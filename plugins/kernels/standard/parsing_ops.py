@@ -4,8 +4,10 @@
 and ``decode_json_example``.
 
 Ops (TF 1.15's): ParseExample, ParseSingleExample, ParseSingleSequenceExample,
-DecodeJSONExample. The kernels parse each serialized proto once with the protobuf
-runtime (:mod:`flowrt.proto.example_pb2`) and fill numpy arrays; a missing required
+DecodeJSONExample. ParseExample/ParseSingleExample read the requested features of a
+batch straight from the wire format (:mod:`.example_decoder`, vectorised numpy), or with
+the protobuf runtime (:mod:`flowrt.proto.example_pb2`) for a small batch or one holding
+anything unusual, and fill numpy arrays from the per-feature columns; a missing required
 feature, a wrong number of values or a wrong type is an ``InvalidArgumentError`` with
 TF's message (naming the example and the feature key).
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import collections
 from itertools import chain
-from operator import attrgetter, methodcaller
+from operator import attrgetter
 from typing import Any, Sequence
 
 import numpy as np
@@ -23,11 +25,12 @@ from flowrt import dtypes as _dt
 from flowrt import errors
 from flowrt.graph import Tensor, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
-from flowrt.proto import example_pb2, feature_pb2
+from flowrt.proto import example_pb2
 from flowrt.framework.sparse_tensor import SparseTensor
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import invalid, ks, unchanged_shape
+from .example_decoder import KIND_CODE, NONE, Column, decode_columns, proto_columns
 from .sparse_ops import sparse_merge
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "FixedLenSequenceFeature", "SparseFeature",
@@ -38,8 +41,10 @@ _TYPES = "{float, int64, string}"
 #: the Feature oneof field holding each dtype's values, and TF's name of the dtype
 _KIND = {_dt.float32: "float_list", _dt.int64: "int64_list", _dt.string: "bytes_list"}
 _KIND_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
-#: what a lookup of an absent feature gives: no list, no values
-_EMPTY = feature_pb2.Feature()
+#: a kind code of :mod:`.example_decoder` -> the Feature oneof field
+_KIND_OF = {c: k for k, c in KIND_CODE.items() if k is not None}
+#: the smallest batch decoded from the wire format (a smaller one: protobuf is quicker)
+_FAST_MIN = 8
 
 
 # =======================================================================================
@@ -241,46 +246,34 @@ def _parse_protos(serialized: np.ndarray, cls: Any) -> list[Any]:
     return out
 
 
-def _fill_dense(maps: list[Any], d: _Dense, names: list[str], single: bool) -> np.ndarray:
-    """The dense output for ``d`` over the feature maps of a batch (or one example).
-
-    The parse's hot path: lookups, value lists and counts are mapped over the batch
-    (loops in C); an example whose count is not the expected one is looked at alone,
-    for its default or TF's error.
-    """
-    key, kind, row = d.key, d.kind, d.row
-    fs = list(map(methodcaller("get", key, _EMPTY), maps))
-    vals = list(map(attrgetter(kind + ".value"), fs))
-    lens = list(map(len, vals))
+def _fill_dense(col: Column, n: int, d: _Dense, names: list[str], single: bool
+                ) -> np.ndarray:
+    """The dense output for ``d`` from its column over a batch of ``n`` examples (or
+    one): the values as they are when every example has the expected count, else each
+    example with another count looked at alone, for its default or TF's error."""
+    row, lens = d.row, col.lens
     if d.variable:
         if row:
-            for i, n in enumerate(lens):
-                if not n or n % row:
-                    got = fs[i].WhichOneof("kind")
-                    if got is not None:
-                        _dense_error(d, got, n, names, i, single)
-        return _stack_variable(vals, d, single)
-    if lens.count(row) != len(lens):
-        default = d.default.tolist()
-        for i, n in enumerate(lens):
-            if n == row:
-                continue
-            got = fs[i].WhichOneof("kind")
-            if got is None:
-                if d.required:
-                    pre = "" if single else f"Name: {_name(names, i)}, "
-                    raise invalid(f"{pre}Feature: {key} (data type: {_KIND_NAME[kind]}) is "
-                                  "required but could not be found.")
-                vals[i] = default
-            else:
-                _dense_error(d, got, n, names, i, single)
-    shape = ([] if single else [len(maps)]) + d.dims
-    if d.dtype is _dt.string:
-        out = np.empty(len(maps) * row, dtype=object)
-        out[:] = list(chain.from_iterable(vals))
-        return out.reshape(shape)
-    return np.fromiter(chain.from_iterable(vals), dtype=d.dtype.np,
-                       count=len(maps) * row).reshape(shape)
+            bad = np.flatnonzero((lens == 0) | (lens % row != 0))
+            for i, got in zip(bad.tolist(), col.kinds_at(bad).tolist()):
+                if got != NONE:
+                    _dense_error(d, _KIND_OF[got], int(lens[i]), names, i, single)
+        return _stack_variable(col, d, single)
+    shape = ([] if single else [n]) + d.dims
+    bad = np.flatnonzero(lens != row)
+    if not len(bad):
+        return col.values.reshape(shape)
+    for i, got in zip(bad.tolist(), col.kinds_at(bad).tolist()):
+        if got != NONE:
+            _dense_error(d, _KIND_OF[got], int(lens[i]), names, i, single)
+        elif d.required:
+            pre = "" if single else f"Name: {_name(names, i)}, "
+            raise invalid(f"{pre}Feature: {d.key} (data type: {_KIND_NAME[d.kind]}) is "
+                          "required but could not be found.")
+    out = np.empty((n, row), dtype=_np_dtype(d.dtype))
+    out[lens == row] = col.values.reshape(-1, row)
+    out[bad] = d.default
+    return out.reshape(shape)
 
 
 def _dense_error(d: _Dense, got: str, n: int, names: list[str], i: int,
@@ -302,52 +295,64 @@ def _dense_error(d: _Dense, got: str, n: int, names: list[str], i: int,
                   f"output shape: {d.shape_text}")
 
 
-def _stack_variable(rows: list[Any], d: _Dense, single: bool) -> np.ndarray:
+def _stack_variable(col: Column, d: _Dense, single: bool) -> np.ndarray:
     """Rows of values of a variable-length dense feature, padded to the longest."""
-    npdt = _np_dtype(d.dtype)
-    b = len(rows)
-    steps = max([len(v) // d.row if d.row else 0 for v in rows] or [0])
+    lens, b = col.lens, len(col.lens)
+    steps = int((lens // d.row).max()) if d.row and b else 0
     pad = d.default[0] if d.default.size else (b"" if d.dtype is _dt.string else 0)
-    out = np.full((b, steps * d.row), pad, dtype=npdt)
-    for i, vals in enumerate(rows):
-        if len(vals):
-            out[i, :len(vals)] = vals
+    out = np.full((b, steps * d.row), pad, dtype=_np_dtype(d.dtype))
+    if d.row and len(col.values):
+        at = np.arange(len(col.values), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens,
+                                                                    lens)
+        out[np.repeat(np.arange(b), lens), at] = col.values
     return out.reshape(([] if single else [b]) + [steps] + d.dims[1:])
 
 
-def _fill_sparse(maps: list[Any], key: str, dtype: _dt.DType, names: list[str],
+def _fill_sparse(col: Column, key: str, dtype: _dt.DType, names: list[str],
                  single: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(indices, values, dense_shape) of a VarLenFeature over a batch (one example:
-    indices ``[N, 1]``)."""
+    """(indices, values, dense_shape) of a VarLenFeature from its column over a batch
+    (one example: indices ``[N, 1]``)."""
     kind = _KIND[dtype]
-    fs = list(map(methodcaller("get", key, _EMPTY), maps))
-    vals = list(map(attrgetter(kind + ".value"), fs))
-    lens = list(map(len, vals))
-    for i in [i for i, n in enumerate(lens) if not n]:
-        got = fs[i].WhichOneof("kind")
-        if got is not None and got != kind:
-            pre = "" if single else f"Name: {_name(names, i)}, "
-            idx = "" if single else f", Index: {i}"
-            raise invalid(f"{pre}Key: {key}{idx}.  Data types don't match. Expected "
-                          f"type: {_KIND_NAME[kind]}, Actual type: {_KIND_NAME[got]}")
-    flat = list(chain.from_iterable(vals))
-    return _sparse_arrays(lens, flat, dtype, single)
+    empty = np.flatnonzero(col.lens == 0)
+    got = col.kinds_at(empty)
+    wrong = np.flatnonzero((got != NONE) & (got != KIND_CODE[kind]))
+    if len(wrong):
+        i = int(empty[wrong[0]])
+        pre = "" if single else f"Name: {_name(names, i)}, "
+        idx = "" if single else f", Index: {i}"
+        raise invalid(f"{pre}Key: {key}{idx}.  Data types don't match. Expected "
+                      f"type: {_KIND_NAME[kind]}, Actual type: "
+                      f"{_KIND_NAME[_KIND_OF[int(got[wrong[0]])]]}")
+    return _sparse_arrays(col.lens, col.values, dtype, single)
 
 
-def _sparse_arrays(lens: list[int], flat: list[Any], dtype: _dt.DType, single: bool
+def _sparse_arrays(lens: Any, flat: Any, dtype: _dt.DType, single: bool
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SparseTensor components for rows of ``lens`` values (``flat`` in row order)."""
     n = np.asarray(lens, dtype=np.int64)
     total = int(n.sum())
-    values = np.array(flat, dtype=_np_dtype(dtype)).reshape(total)
-    row = np.repeat(np.arange(len(lens), dtype=np.int64), n)
+    values = (flat if isinstance(flat, np.ndarray) else
+              np.array(flat, dtype=_np_dtype(dtype))).reshape(total)
+    row = np.repeat(np.arange(len(n), dtype=np.int64), n)
     starts = np.cumsum(n) - n
     col = np.arange(total, dtype=np.int64) - np.repeat(starts, n)
-    width = int(n.max()) if len(lens) else 0
+    width = int(n.max()) if len(n) else 0
     if single:
         return col.reshape(total, 1), values, np.array([width], dtype=np.int64)
     return (np.stack([row, col], axis=1).reshape(total, 2), values,
-            np.array([len(lens), width], dtype=np.int64))
+            np.array([len(n), width], dtype=np.int64))
+
+
+def _columns(ser: np.ndarray, specs: list[tuple[str, int]]) -> list[Column]:
+    """The columns of ``specs`` over the serialized Examples ``ser``: decoded from the
+    wire format for a batch of :data:`_FAST_MIN` or more, else (or when the batch holds
+    anything unusual) parsed with protobuf."""
+    items = ser.reshape(-1).tolist()
+    cols = decode_columns(items, specs) if len(items) >= _FAST_MIN else None
+    if cols is None:
+        cols = proto_columns(list(map(_FEATURES, _parse_protos(ser, example_pb2.Example))),
+                             specs)
+    return cols
 
 
 def _outputs(values: list[Any]) -> Any:
@@ -376,10 +381,12 @@ def _parse_example_kernel(ctx: Any) -> Any:
             raise invalid(f"Expected len(names) == len(serialized), but got: {len(nm)} vs. "
                           f"{ser.size}")
         skeys, dkeys, defaults = _keys(rest[:ns]), _keys(rest[ns:ns + nd]), rest[ns + nd:]
-        maps = list(map(_FEATURES, _parse_protos(ser, example_pb2.Example)))
-        sparse = [_fill_sparse(maps, k, t, nm, False) for k, t in zip(skeys, stypes)]
-        dense = [_fill_dense(maps, _Dense(k, t, s, dv), nm, False)
-                 for k, t, s, dv in zip(dkeys, dtypes, shapes, defaults)]
+        cols = _columns(ser, [(k, KIND_CODE[_KIND[t]]) for k, t in
+                              chain(zip(skeys, stypes), zip(dkeys, dtypes))])
+        n = ser.size
+        sparse = [_fill_sparse(c, k, t, nm, False) for c, k, t in zip(cols, skeys, stypes)]
+        dense = [_fill_dense(c, n, _Dense(k, t, s, dv), nm, False)
+                 for c, k, t, s, dv in zip(cols[ns:], dkeys, dtypes, shapes, defaults)]
         return _outputs([s[0] for s in sparse] + [s[1] for s in sparse]
                         + [s[2] for s in sparse] + dense)
 
@@ -393,16 +400,19 @@ def _parse_single_example_kernel(ctx: Any) -> Any:
     stypes = [_dt.as_dtype(t) for t in ctx.attrs["sparse_types"]]
     dtypes = [_dt.as_dtype(t) for t in ctx.attrs["Tdense"]]
     shapes = ctx.attrs["dense_shapes"]
+    specs = [(k, KIND_CODE[_KIND[t]]) for k, t in chain(zip(skeys, stypes),
+                                                         zip(dkeys, dtypes))]
 
     def compute(serialized: Any, *defaults: Any) -> Any:
         ser = np.asarray(serialized)
         if ser.ndim != 0:
             raise invalid(f"Expected serialized to be a scalar, got shape: "
                           f"{list(ser.shape)}")
-        maps = list(map(_FEATURES, _parse_protos(ser, example_pb2.Example)))
-        sparse = [_fill_sparse(maps, k, t, [], True) for k, t in zip(skeys, stypes)]
-        dense = [_fill_dense(maps, _Dense(k, t, s, dv), [], True)
-                 for k, t, s, dv in zip(dkeys, dtypes, shapes, defaults)]
+        cols = _columns(ser, specs)
+        sparse = [_fill_sparse(c, k, t, [], True) for c, k, t in zip(cols, skeys, stypes)]
+        dense = [_fill_dense(c, 1, _Dense(k, t, s, dv), [], True)
+                 for c, k, t, s, dv in zip(cols[len(skeys):], dkeys, dtypes, shapes,
+                                           defaults)]
         return _outputs([s[0] for s in sparse] + [s[1] for s in sparse]
                         + [s[2] for s in sparse] + dense)
 
@@ -483,10 +493,13 @@ def _parse_sequence_kernel(ctx: Any) -> Any:
         name = _str(np.asarray(rest[-1]).item()) or "<unknown>"
         may_miss = {_str(k) for k in np.asarray(missing_ok).reshape(-1).tolist()}
         ex = _parse_protos(ser, example_pb2.SequenceExample)[0]
-        maps = [ex.context.feature]
-        csp = [_fill_sparse(maps, k, t, [name], True) for k, t in zip(cs_keys, cst)]
-        cde = [_fill_dense(maps, _Dense(k, t, s, dv), [name], True)
-               for k, t, s, dv in zip(cd_keys, cdt, a["context_dense_shapes"], defaults)]
+        cols = proto_columns([ex.context.feature],
+                             [(k, KIND_CODE[_KIND[t]]) for k, t in
+                              chain(zip(cs_keys, cst), zip(cd_keys, cdt))])
+        csp = [_fill_sparse(c, k, t, [name], True) for c, k, t in zip(cols, cs_keys, cst)]
+        cde = [_fill_dense(c, 1, _Dense(k, t, s, dv), [name], True)
+               for c, k, t, s, dv in zip(cols[ncs:], cd_keys, cdt, a["context_dense_shapes"],
+                                         defaults)]
         flists = ex.feature_lists.feature_list
         fsp = [_sequence_sparse(flists, k, t, name) for k, t in zip(fs_keys, fst)]
         fde = [_sequence_dense(flists, k, t, s, k in may_miss, name)
