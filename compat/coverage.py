@@ -21,7 +21,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 #: the modules the table covers ("" is the top level), in the order the table shows them
 MODULES = ["", "nn", "nn.rnn_cell", "layers", "losses", "metrics", "math", "linalg",
-           "image", "sparse", "strings", "compat", "signal", "spectral", "debugging"]
+           "image", "sparse", "strings", "compat", "signal", "spectral", "debugging",
+           # issue 17: input pipelines, summaries, the program shell
+           "data", "io", "python_io", "summary", "app", "flags", "logging", "gfile"]
 
 _TF2 = "TF 2.x only (not in TF 1.15)"
 
