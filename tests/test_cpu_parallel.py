@@ -128,10 +128,13 @@ def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monke
 
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
-def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb):
-    """A product over SMALL_GEMM_FLOPS is split by rows of the result over the intra-op
-    threads; every transpose combination gives numpy's product."""
+def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, monkeypatch):
+    """With SPLIT_LARGE_GEMMS, a product over SMALL_GEMM_FLOPS is split by rows of the
+    result over the intra-op threads; every transpose combination gives numpy's
+    product."""
+    from flowrt.plugins.kernels.standard import math_ops
     from flowrt.plugins.kernels.standard.math_ops import SMALL_GEMM_FLOPS
+    monkeypatch.setattr(math_ops, "SPLIT_LARGE_GEMMS", True)
     rng = np.random.default_rng(7)
     m, k, n = 301, 200, 150
     assert m * k * n >= SMALL_GEMM_FLOPS

@@ -16,7 +16,7 @@ a loaded machine (more runnable threads than cores) it costs 10-30x the product 
 
 Heavy kernels thread themselves, as TF's kernels use its intra-op pool:
 :meth:`CPUDevice.parallel_map` runs a kernel's independent parts (a convolution's batch
-chunks, a large product's rows, a large variable's update in ranges) on
+chunks, a large variable's update in ranges) on
 :func:`intra_op_threads` threads, one per core by default, with BLAS on one thread in
 each. That threads the memory-bound half of a convolution (im2col) as well as its
 GEMM, and leaves no BLAS threads busy-waiting between calls to take the cores from the

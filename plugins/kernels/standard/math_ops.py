@@ -1682,16 +1682,22 @@ def _matmul_kernel(ctx: Any) -> Any:
 #: stays on one thread, mlp_train's 64x784x256 (12.8M) gets BLAS's threads, measured
 #: 15 % faster there on an idle 2-core machine
 SMALL_GEMM_FLOPS = 1 << 23
+#: whether a large product on a device with ``parallel_map`` is split by rows over the
+#: intra-op threads (BLAS on one thread in each) instead of using BLAS's own threads.
+#: Off by default: the MNIST CNN step ran 5 % faster with it, but the step benchmark's
+#: matmul512x4 and mlp_train ran 1.2-1.6x slower next to a busy TensorFlow process
+#: (BENCHMARKS.md, 2026-11-27 evening)
+SPLIT_LARGE_GEMMS = False
 
 
 def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1
                                ) -> Callable[[Any, Any], Any]:
     """``fn(a, b)`` (a 2-D product contracting ``a``'s axis ``k_axis``) threaded the way
     the device wants: a small product runs with BLAS on one thread (the device's
-    ``single_threaded_blas``); a large one, on a device with ``parallel_map`` (the
-    CPU), is split by rows of the result over the intra-op threads, BLAS on one thread
-    in each, rather than left to BLAS's own threads, which busy-wait between calls and
-    take the cores from the next kernel's threads. ``fn`` itself elsewhere."""
+    ``single_threaded_blas``); with :data:`SPLIT_LARGE_GEMMS`, a large one, on a device
+    with ``parallel_map`` (the CPU), is split by rows of the result over the intra-op
+    threads, BLAS on one thread in each, rather than left to BLAS's own threads (which
+    busy-wait between calls). ``fn`` itself elsewhere."""
     wrap = getattr(ctx.device, "single_threaded_blas", None)
     if wrap is None:
         return fn
@@ -1704,8 +1710,10 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
     m_axis = 1 - k_axis
 
     def split(a: Any, b: Any) -> Any:
+        # four row blocks a thread, taken as threads free up: a thread the OS holds back
+        # (another process's busy threads) delays one small block, not half the product
         m = a.shape[m_axis]
-        step = -(-m // threads)
+        step = max(16, -(-m // (4 * threads)))
         if m_axis == 0:
             parts = pmap(lambda i: fn(a[i * step:(i + 1) * step], b), -(-m // step))
         else:
@@ -1717,7 +1725,8 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
         flops = a.size * (b.size // k) if k else 0
         if flops < SMALL_GEMM_FLOPS:
             return single(a, b)
-        if threads > 1 and a.shape[m_axis] >= 2 * threads and a.ndim == 2:
+        if SPLIT_LARGE_GEMMS and threads > 1 and a.shape[m_axis] >= 2 * threads and \
+                a.ndim == 2:
             return split(a, b)
         return fn(a, b)
 
