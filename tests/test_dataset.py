@@ -379,3 +379,10 @@ def test_map_function_captures_tensors_of_the_outer_graph():
             assert [float(s.run(nxt)) for _ in range(3)] == [10.0, 11.0, 12.0]
             s.run(it.initializer, {offset: -1.0})
             assert float(s.run(nxt)) == -1.0
+
+
+def test_tf_data_constants_have_tf_values():
+    assert tf.data.experimental.AUTOTUNE == tf.data.AUTOTUNE == -1
+    assert tf.data.experimental.INFINITE_CARDINALITY == tf.data.INFINITE_CARDINALITY == -1
+    assert tf.data.experimental.UNKNOWN_CARDINALITY == tf.data.UNKNOWN_CARDINALITY == -2
+    assert tf.io.match_filenames_once is tf.train.match_filenames_once

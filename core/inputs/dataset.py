@@ -1087,7 +1087,16 @@ class _PrefetchDataset(Dataset):
             stop.set()
 
 
+#: ``tf.data.experimental.INFINITE_CARDINALITY`` / ``UNKNOWN_CARDINALITY`` (TF's values)
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
+
 API = {
     "data.Dataset": Dataset,
     "data.experimental.AUTOTUNE": AUTOTUNE,
+    "data.AUTOTUNE": AUTOTUNE,
+    "data.experimental.INFINITE_CARDINALITY": INFINITE_CARDINALITY,
+    "data.experimental.UNKNOWN_CARDINALITY": UNKNOWN_CARDINALITY,
+    "data.INFINITE_CARDINALITY": INFINITE_CARDINALITY,
+    "data.UNKNOWN_CARDINALITY": UNKNOWN_CARDINALITY,
 }

@@ -393,3 +393,4 @@ for _fn in (limit_epochs, input_producer, string_input_producer, range_input_pro
             maybe_batch_join, shuffle_batch, maybe_shuffle_batch, shuffle_batch_join,
             maybe_shuffle_batch_join):
     API[f"train.{_fn.__name__}"] = _fn
+API["io.match_filenames_once"] = match_filenames_once
