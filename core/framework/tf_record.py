@@ -32,7 +32,7 @@ from ..base import errors
 
 __all__ = ["masked_crc", "encode_record", "write_record", "read_records",
            "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter",
-           "tf_record_iterator", "API"]
+           "tf_record_iterator", "open_file", "API"]
 
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
@@ -242,8 +242,9 @@ def _as_options(options: Any) -> TFRecordOptions:
     return TFRecordOptions(compression_type=options)
 
 
-def _open(path: str, mode: str) -> BinaryIO:
-    """``open(path, mode)`` with OS errors as TF's classes, naming the file."""
+def open_file(path: str, mode: str = "rb") -> BinaryIO:
+    """``open(path, mode)`` with OS errors as TF's classes, naming the file (the readers
+    of :mod:`flowrt.inputs.readers` open their files with it too)."""
     try:
         return open(path, mode)  # noqa: SIM115 -- the caller owns it
     except FileNotFoundError as e:
@@ -269,7 +270,7 @@ class TFRecordWriter:
         self._path = path.decode() if isinstance(path, bytes) else str(path)
         self._options = _as_options(options)
         self._compressor = self._options._compressor()
-        self._f: BinaryIO | None = _open(self._path, "wb")
+        self._f: BinaryIO | None = open_file(self._path, "wb")
 
     def __enter__(self) -> TFRecordWriter:
         return self
@@ -359,7 +360,7 @@ class _Decompressed:
 
 def _record_stream(path: str, options: Any) -> Iterator[bytes]:
     kind = TFRecordOptions.get_compression_type_string(_as_options(options))
-    f = _open(path, "rb")
+    f = open_file(path, "rb")
     try:
         yield from read_records(_Decompressed(f, kind, path) if kind else f, path)
     finally:
@@ -377,7 +378,7 @@ def tf_record_iterator(path: Any, options: Any = None) -> Iterator[bytes]:
     p = path.decode() if isinstance(path, bytes) else str(path)
     _as_options(options)
     gen = _record_stream(p, options)
-    _open(p, "rb").close()
+    open_file(p, "rb").close()
     return gen
 
 

@@ -359,7 +359,37 @@ class Env:
 # =======================================================================================
 # Dataset
 # =======================================================================================
-class Dataset:
+class ElementStructure:
+    """TF 1.15's element properties, shared by datasets and iterators: a subclass sets
+    ``_structure`` (the nesting), ``_types`` and ``_shapes`` (one per component)."""
+
+    _structure: Any
+    _types: list[Any]
+    _shapes: list[Any]
+
+    @property
+    def output_types(self) -> Any:
+        """The dtype of each component, nested as the elements are."""
+        return pack_as(self._structure, self._types)
+
+    @property
+    def output_shapes(self) -> Any:
+        """The static shape of each component, nested as the elements are."""
+        return pack_as(self._structure, self._shapes)
+
+    @property
+    def output_classes(self) -> Any:
+        """The class of each component (``tf.Tensor``), nested as the elements are."""
+        return pack_as(self._structure, [Tensor] * len(self._types))
+
+    @property
+    def element_spec(self) -> Any:
+        """A ``tf.TensorSpec`` per component, nested as the elements are."""
+        spec = api_function("TensorSpec")
+        return pack_as(self._structure, [spec(s, t) for s, t in zip(self._shapes, self._types)])
+
+
+class Dataset(ElementStructure):
     """A sequence of elements, each a nested structure of tensors (``tf.data.Dataset``,
     TF 1.15's ``DatasetV1``). Transformations return new datasets; iterate one with
     :meth:`make_one_shot_iterator` or :meth:`make_initializable_iterator`."""
@@ -403,28 +433,6 @@ class Dataset:
                                 f"{t.dtype.name}")
         self._captured.append(t)
         return t
-
-    # -- TF 1.15 properties ------------------------------------------------------------
-    @property
-    def output_types(self) -> Any:
-        """The dtype of each component, nested as the elements are."""
-        return pack_as(self._structure, self._types)
-
-    @property
-    def output_shapes(self) -> Any:
-        """The static shape of each component, nested as the elements are."""
-        return pack_as(self._structure, self._shapes)
-
-    @property
-    def output_classes(self) -> Any:
-        """The class of each component (``tf.Tensor``), nested as the elements are."""
-        return pack_as(self._structure, [Tensor] * len(self._types))
-
-    @property
-    def element_spec(self) -> Any:
-        """A ``tf.TensorSpec`` per component, nested as the elements are."""
-        spec = api_function("TensorSpec")
-        return pack_as(self._structure, [spec(s, t) for s, t in zip(self._shapes, self._types)])
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} shapes: {self.output_shapes}, types: "

@@ -11,8 +11,9 @@ from typing import Any
 
 from ..base import dtypes as _dt
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
-from ..framework.graph import Tensor, api_function, apply_op, get_default_graph, name_scope
-from .dataset import Dataset, _same_structure, flatten, pack_as, register_dataset
+from ..framework.graph import Tensor, apply_op, get_default_graph, name_scope
+from .dataset import (Dataset, ElementStructure, _same_structure, flatten, pack_as,
+                      register_dataset)
 
 __all__ = ["Iterator", "make_one_shot_iterator", "make_initializable_iterator",
            "get_output_types", "get_output_shapes", "get_output_classes"]
@@ -23,7 +24,7 @@ def _shapes_list(shapes: list[TensorShape]) -> list[Any]:
     return [s if s.ndims is not None else unknown_shape() for s in shapes]
 
 
-class Iterator:
+class Iterator(ElementStructure):
     """Reads the elements of a dataset (``tf.data.Iterator``): ``get_next()`` gives the
     tensors of the next element; running it past the end raises ``OutOfRangeError``."""
 
@@ -65,23 +66,6 @@ class Iterator:
         if self._initializer is None:
             raise ValueError("Iterator does not have an initializer.")
         return self._initializer
-
-    @property
-    def output_types(self) -> Any:
-        return pack_as(self._structure, self._types)
-
-    @property
-    def output_shapes(self) -> Any:
-        return pack_as(self._structure, self._shapes)
-
-    @property
-    def output_classes(self) -> Any:
-        return pack_as(self._structure, [Tensor] * len(self._types))
-
-    @property
-    def element_spec(self) -> Any:
-        spec = api_function("TensorSpec")
-        return pack_as(self._structure, [spec(s, t) for s, t in zip(self._shapes, self._types)])
 
     # -- ops ----------------------------------------------------------------------------
     def make_initializer(self, dataset: Dataset, name: str | None = None) -> Any:

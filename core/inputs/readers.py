@@ -19,27 +19,13 @@ import zlib
 from typing import Any, BinaryIO, Iterator
 
 from ..base import errors
-from ..framework.tf_record import TFRecordOptions, tf_record_iterator
+from ..framework.tf_record import TFRecordOptions, open_file, tf_record_iterator
 
 __all__ = ["RecordSource", "TextLineSource", "TFRecordSource", "FixedLengthSource",
            "WholeFileSource", "IdentitySource", "RecordReader", "open_file",
            "encode_base_state", "decode_base_state"]
 
 _CHUNK = 1 << 20
-
-
-def open_file(path: str) -> BinaryIO:
-    """``open(path, "rb")`` with OS errors as TF's classes, naming the file."""
-    try:
-        return open(path, "rb")  # noqa: SIM115 -- the caller closes it
-    except FileNotFoundError as e:
-        raise errors.NotFoundError(None, None, f"{path}; {e.strerror}") from None
-    except PermissionError as e:
-        raise errors.PermissionDeniedError(None, None, f"{path}; {e.strerror}") from None
-    except IsADirectoryError as e:
-        raise errors.FailedPreconditionError(None, None, f"{path}; {e.strerror}") from None
-    except OSError as e:
-        raise errors.UnknownError(None, None, f"{path}; {e.strerror or e}") from None
 
 
 def _text(work: bytes) -> str:

@@ -59,7 +59,6 @@ from . import summary_ops  # noqa: F401,E402
 from . import summary_api  # noqa: F401,E402
 from . import shell_api  # noqa: F401,E402
 from . import reader_ops  # noqa: F401,E402
-from . import inputs_queue_api  # noqa: F401,E402
 from . import dataset_kernels  # noqa: F401,E402
 from . import inputs_api  # noqa: F401,E402
 from . import passes  # noqa: E402

@@ -14,7 +14,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 
 ks = KernelSet("standard")
 
-__all__ = ["ks", "unchanged_shape", "broadcast_static", "broadcast_shape", "scalar_shape",
+__all__ = ["ks", "publish", "unchanged_shape", "broadcast_static", "broadcast_shape", "scalar_shape",
            "unknown_shapes", "constant_value", "shape_of", "dims"]
 
 
@@ -138,3 +138,12 @@ def host_ints(a: Any) -> list[int]:
 def fmt_dims(shape: Any) -> str:
     """``[2,3]``: a concrete shape as TF's kernel messages print it."""
     return "[" + ",".join(str(int(v)) for v in shape) + "]"
+
+
+def publish(*modules: Any) -> None:
+    """Add each core module's ``API`` table (``{"data.Dataset": Dataset, ...}``) to the
+    standard kernel set, whose runtime resolves ``flowrt.data.Dataset`` and the rest
+    through it."""
+    for mod in modules:
+        for api_name, value in mod.API.items():
+            ks.export(api_name, value)

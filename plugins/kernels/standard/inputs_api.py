@@ -1,19 +1,15 @@
-"""Publishes the core's ``tf.data`` API (:mod:`flowrt.inputs.dataset` and
-:mod:`flowrt.inputs.iterator`): ``tf.data.Dataset``, ``tf.data.Iterator`` and the
-``tf.compat.v1.data`` helper functions.
+"""Publishes the core's input pipelines (:mod:`flowrt.inputs`): ``tf.data.Dataset``,
+``tf.data.Iterator`` and the ``tf.compat.v1.data`` helpers, the file datasets
+(``TFRecordDataset`` ...) and the queue-based ``tf.train`` input producers and batching.
 
 Each core module lists its exports in an ``API`` table; this module adds them to the
 standard kernel set, as modeling_api does for :mod:`flowrt.modeling`.
 """
 from __future__ import annotations
 
-from flowrt.inputs import dataset, iterator
+from flowrt.inputs import dataset, file_datasets, input_producers, iterator
 
-from ._common import ks
+from ._common import publish
 
-#: the modules of :mod:`flowrt.inputs` whose ``API`` tables are published here
-MODULES = (dataset, iterator)
-
-for _mod in MODULES:
-    for _api_name, _value in _mod.API.items():
-        ks.export(_api_name, _value)
+MODULES = (dataset, iterator, input_producers, file_datasets)
+publish(*MODULES)

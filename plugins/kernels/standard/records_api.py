@@ -11,10 +11,9 @@ from __future__ import annotations
 from flowrt.framework import tf_record
 from flowrt.proto import example_pb2, feature_pb2
 
-from ._common import ks
+from ._common import ks, publish
 
-for _api_name, _value in tf_record.API.items():
-    ks.export(_api_name, _value)
+publish(tf_record)
 
 for _cls in (example_pb2.Example, example_pb2.SequenceExample, feature_pb2.Features,
              feature_pb2.Feature, feature_pb2.FeatureList, feature_pb2.FeatureLists,

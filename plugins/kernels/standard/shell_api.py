@@ -13,11 +13,9 @@ from flowrt.framework import gfile
 from flowrt.tools import shell_app, tf_logging
 from flowrt.training import graph_io
 
-from ._common import ks
+from ._common import publish
 
 #: the core modules whose ``API`` tables are published here
 MODULES = (gfile, tf_logging, shell_app, graph_io)
 
-for _mod in MODULES:
-    for _api_name, _value in _mod.API.items():
-        ks.export(_api_name, _value)
+publish(*MODULES)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from flowrt.framework import events
 
-from ._common import ks
+from ._common import publish
 
-for _api_name, _value in events.API.items():
-    ks.export(_api_name, _value)
+publish(events)

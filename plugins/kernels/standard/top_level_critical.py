@@ -29,6 +29,7 @@ from flowrt.op_registry import OpDef
 
 from ._common import ks, scalar_shape
 from .data_flow_ops import _handle_kernel
+from .control_flow_ops import _flatten, _pack_like
 
 __all__ = ["CriticalSection"]
 
@@ -154,28 +155,6 @@ def _consume_kernel(ctx: Any) -> Any:
 _building = threading.local()
 
 
-def _flatten(x: Any) -> list[Any]:
-    if isinstance(x, dict):
-        return [v for k in sorted(x) for v in _flatten(x[k])]
-    if isinstance(x, (list, tuple)):
-        return [v for e in x for v in _flatten(e)]
-    return [x]
-
-
-def _pack(structure: Any, flat: list[Any]) -> Any:
-    it = iter(flat)
-
-    def build(s: Any) -> Any:
-        if isinstance(s, dict):
-            return {k: build(s[k]) for k in sorted(s)}
-        if isinstance(s, (list, tuple)):
-            vals = [build(e) for e in s]
-            return type(s)(*vals) if hasattr(s, "_fields") else type(s)(vals)
-        return next(it)
-
-    return build(structure)
-
-
 def _identity(x: Any) -> Any:
     if isinstance(x, Operation):
         with control_dependencies([x]):
@@ -246,7 +225,7 @@ class CriticalSection:
                     release = apply_op("ConsumeMutexLock", mutex_lock=lock)
             with control_dependencies([release]):
                 outs = [_identity(x) for x in flat]
-            return _pack(r, outs)
+            return _pack_like(r, outs)
 
 
 ks.export("CriticalSection", CriticalSection)

@@ -25,6 +25,7 @@ from .control_flow_ops import cond
 from .functional_ops import map_fn
 from .image_common import host, invalid, shape_error, tf_mod, to_device
 from .random_ops import _make_rng, _shape_arg
+from .control_flow_ops import _flatten, _pack_like
 
 __all__ = ["parallel_stack", "repeat", "switch_case", "batch_scatter_update",
            "extract_volume_patches", "edit_distance", "random_poisson", "timestamp",
@@ -623,43 +624,21 @@ def is_symbolic_tensor(tensor: Any) -> bool:
     return isinstance(tensor, Tensor)
 
 
-def _flat(x: Any) -> list[Any]:
-    if isinstance(x, dict):
-        return [v for k in sorted(x) for v in _flat(x[k])]
-    if isinstance(x, (list, tuple)):
-        return [v for e in x for v in _flat(e)]
-    return [x]
-
-
-def _like(structure: Any, flat: list[Any]) -> Any:
-    it = iter(flat)
-
-    def build(s: Any) -> Any:
-        if isinstance(s, dict):
-            return {k: build(s[k]) for k in sorted(s)}
-        if isinstance(s, (list, tuple)):
-            vals = [build(e) for e in s]
-            return type(s)(*vals) if hasattr(s, "_fields") else type(s)(vals)
-        return next(it)
-
-    return build(structure)
-
-
 def _result_dtypes(fn: Callable[[Any], Any], elems: Any) -> Any:
     """The structure of ``fn``'s result dtypes, found by calling ``fn`` on placeholders
     of one element in a scratch graph (or, when ``fn`` uses tensors of the caller's
     graph, on the first element in that graph: unused ops there are pruned)."""
     tf = tf_mod()
-    flat = [convert_to_tensor(e) for e in _flat(elems)]
+    flat = [convert_to_tensor(e) for e in _flatten(elems)]
     try:
         with Graph().as_default():
             phs = [tf.placeholder(e.dtype, e.shape[1:] if e.shape.ndims else None)
                    for e in flat]
-            out = fn(_like(elems, phs))
+            out = fn(_pack_like(elems, phs))
     except (ValueError, TypeError):
         with name_scope("vectorized_map_probe"):
-            out = fn(_like(elems, [e[0] for e in flat]))
-    return _like(out, [convert_to_tensor(t).dtype for t in _flat(out)])
+            out = fn(_pack_like(elems, [e[0] for e in flat]))
+    return _pack_like(out, [convert_to_tensor(t).dtype for t in _flatten(out)])
 
 
 @ks.api("vectorized_map")
