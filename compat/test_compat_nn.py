@@ -148,7 +148,9 @@ def test_dropout_values():
     def program(tf):
         x = tf.constant(np.arange(1.0, 201.0, dtype=np.float32).reshape(10, 20))
         return [tf.nn.dropout(x, keep_prob=0.5), tf.nn.dropout(x, rate=0.25, seed=3),
-                tf.nn.dropout(x, 0.5, noise_shape=[10, 1])]
+                # (seeded: with only 10 independent draws an unseeded run keeps 2 or
+                # fewer rows one time in 18, which failed the bound below on TF itself)
+                tf.nn.dropout(x, 0.5, noise_shape=[10, 1], seed=5)]
 
     def check(tf, results):
         x = np.arange(1.0, 201.0, dtype=np.float32).reshape(10, 20)
