@@ -386,3 +386,34 @@ def test_tf_data_constants_have_tf_values():
     assert tf.data.experimental.INFINITE_CARDINALITY == tf.data.INFINITE_CARDINALITY == -1
     assert tf.data.experimental.UNKNOWN_CARDINALITY == tf.data.UNKNOWN_CARDINALITY == -2
     assert tf.io.match_filenames_once is tf.train.match_filenames_once
+
+
+def test_options_are_kept_merged_and_checked():
+    with tf.Graph().as_default():
+        opts = tf.data.Options()
+        opts.experimental_deterministic = False
+        ds = tf.data.Dataset.range(3).with_options(opts)
+        assert ds.options().experimental_deterministic is False
+        more = tf.data.Options()
+        more.experimental_slack = True
+        ds = ds.with_options(more)
+        assert ds.options().experimental_deterministic is False
+        assert ds.options().experimental_slack is True
+        with pytest.raises(AttributeError):
+            opts.not_an_option = 1
+        with pytest.raises(TypeError):
+            ds.with_options({"experimental_slack": True})
+        nxt = ds.make_one_shot_iterator().get_next()
+        with tf.Session() as s:
+            assert [int(s.run(nxt)) for _ in range(3)] == [0, 1, 2]
+        assert isinstance(tf.data.experimental.ThreadingOptions(), object)
+
+
+def test_with_options_leaves_the_original_dataset_alone():
+    with tf.Graph().as_default():
+        base = tf.data.Dataset.range(2)
+        opts = tf.data.Options()
+        opts.experimental_deterministic = False
+        tuned = base.with_options(opts)
+        assert tuned.options().experimental_deterministic is False
+        assert base.options().experimental_deterministic is None

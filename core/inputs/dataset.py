@@ -30,6 +30,7 @@ of the dataset.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import queue
 import threading
@@ -359,6 +360,49 @@ class Env:
 # =======================================================================================
 # Dataset
 # =======================================================================================
+class Options:
+    """``tf.data.Options``: settings a pipeline carries (``experimental_deterministic``,
+    ``experimental_threading`` ...). flowrt keeps and merges them as TF does but its
+    pipelines do not depend on them. Unknown attributes raise AttributeError, as TF's
+    options do."""
+
+    _FIELDS = ("experimental_deterministic", "experimental_distribute",
+               "experimental_optimization", "experimental_slack", "experimental_stats",
+               "experimental_threading", "experimental_external_state_policy")
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_values", {})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Options._FIELDS:
+            return self._values.get(name)
+        raise AttributeError(f"'Options' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in Options._FIELDS:
+            raise AttributeError(f"Cannot set the property {name} on Options.")
+        self._values[name] = value
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Options) and self._values == other._values
+
+    def merge(self, options: "Options") -> "Options":
+        """A new Options: these, overridden by what ``options`` sets."""
+        out = Options()
+        out._values.update(self._values)
+        out._values.update(options._values)
+        return out
+
+
+class ThreadingOptions:
+    """``tf.data.experimental.ThreadingOptions``: ``private_threadpool_size`` and
+    ``max_intra_op_parallelism`` (kept, not used)."""
+
+    def __init__(self) -> None:
+        self.private_threadpool_size: int | None = None
+        self.max_intra_op_parallelism: int | None = None
+
+
 class ElementStructure:
     """TF 1.15's element properties, shared by datasets and iterators: a subclass sets
     ``_structure`` (the nesting), ``_types`` and ``_shapes`` (one per component)."""
@@ -549,8 +593,22 @@ class Dataset(ElementStructure):
         return ds
 
     def with_options(self, options: Any) -> "Dataset":
-        """Options are accepted and have no effect."""
-        return self
+        """The dataset with ``options`` (a :class:`Options`) merged into its own, as TF
+        does; flowrt's pipelines run the same whatever they say (``options()`` returns
+        them)."""
+        if not isinstance(options, Options):
+            raise TypeError(f"options must be a tf.data.Options, got {type(options).__name__}")
+        merged = Options()
+        for src in (getattr(self, "_options", None), options):
+            if src is not None:
+                merged._values.update(src._values)
+        out = copy.copy(self)  # (the original keeps its options, as in TF)
+        out._options = merged
+        return out
+
+    def options(self) -> "Options":
+        """The options set with :meth:`with_options` (TF 1.15's ``Dataset.options``)."""
+        return getattr(self, "_options", None) or Options()
 
     # -- iterators --------------------------------------------------------------------
     def make_one_shot_iterator(self) -> Any:
@@ -1103,6 +1161,8 @@ API = {
     "data.Dataset": Dataset,
     "data.experimental.AUTOTUNE": AUTOTUNE,
     "data.AUTOTUNE": AUTOTUNE,
+    "data.Options": Options,
+    "data.experimental.ThreadingOptions": ThreadingOptions,
     "data.experimental.INFINITE_CARDINALITY": INFINITE_CARDINALITY,
     "data.experimental.UNKNOWN_CARDINALITY": UNKNOWN_CARDINALITY,
     "data.INFINITE_CARDINALITY": INFINITE_CARDINALITY,
