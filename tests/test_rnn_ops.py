@@ -142,7 +142,11 @@ def test_custom_activation_cell_is_not_fused_and_constants_are_not_stacked():
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
             k = cell._kernel
-            err = tf.test.compute_gradient_error(k, k.shape.as_list(), loss, [])
+            # (fixed weights: the central-difference error depends on them, and random
+            # ones came within 2x of the bound now and then)
+            w0 = np.random.default_rng(4).uniform(-0.5, 0.5, k.shape.as_list())
+            err = tf.test.compute_gradient_error(k, k.shape.as_list(), loss, [],
+                                                 x_init_value=w0)
         assert err < 1e-6
 
 

@@ -361,3 +361,17 @@ def test_protos_are_exported():
     assert tf.SummaryMetadata.PluginData(plugin_name="p").plugin_name == "p"
     assert tf.summary.TaggedRunMetadata(tag="t").tag == "t"
     assert tf.summary.SummaryDescription(type_hint="x").type_hint == "x"
+
+
+def test_v2_summary_helpers_of_compat_v1():
+    """tf.compat.v1.summary.all_v2_summary_ops / initialize: no TF 2 summary ops or
+    writers exist, so an empty list and a no-op that still wants a session."""
+    with tf.Graph().as_default():
+        tf.summary.scalar("loss", tf.constant(1.0))  # a v1 summary: not a v2 one
+        assert tf.summary.all_v2_summary_ops() == []
+        with pytest.raises(ValueError, match="session must be passed"):
+            tf.summary.initialize()
+        with tf.Session() as s:
+            assert tf.summary.initialize(session=s) is None
+            with s.as_default():
+                tf.summary.initialize()

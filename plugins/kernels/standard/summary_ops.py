@@ -30,6 +30,7 @@ from flowrt import dtypes as _dt
 from flowrt.graph import (GraphKeys, Tensor, add_to_collection, apply_op, convert_to_tensor,
                           get_collection, name_scope)
 from flowrt.op_registry import OpDef
+from flowrt.session import get_default_session
 from flowrt.proto import summary_pb2
 
 from ._common import ks, scalar_shape
@@ -588,6 +589,35 @@ def merge_all(key: str = GraphKeys.SUMMARIES, scope: str | None = None,
     if not summary_ops:
         return None
     return merge(summary_ops, name=name)
+
+
+#: the collections TF's v2 summary ops and summary-writer initializers go into (no op of
+#: flowrt's puts anything there: TF 2's writers are out of scope)
+_SUMMARY_V2 = "_SUMMARY_V2"
+_WRITER_INITS = "_SUMMARY_WRITER_V2"
+
+
+@ks.api("summary.all_v2_summary_ops")
+def all_v2_summary_ops() -> list[Any]:
+    """The graph's TF 2 summary ops (``tf.compat.v1.summary.all_v2_summary_ops``): the
+    ``_SUMMARY_V2`` collection, empty in flowrt."""
+    return get_collection(_SUMMARY_V2)
+
+
+@ks.api("summary.initialize")
+def initialize(graph: Any = None, session: Any = None) -> None:
+    """Run the TF 2 summary writers' initializers (``tf.compat.v1.summary.initialize``):
+    none exist in flowrt, so this only checks for a session as TF does.
+
+    :raises ValueError: without ``session`` and without a default session
+    """
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError("session must be passed if no default session exists")
+    inits = get_collection(_WRITER_INITS)
+    if inits:
+        session.run(inits)
 
 
 @ks.api("summary.get_summary_description")
