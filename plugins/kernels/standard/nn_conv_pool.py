@@ -24,7 +24,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
-from .array_grad import shape_tensor
+from .nn_grad import register_pool_gradients
 from .array_ops import _shape_value
 from .nn_conv_ops import im2col, window_keys
 from .nn_ops import (_float_compute_dtype, _get_sequence, _shape_error,
@@ -354,43 +354,9 @@ def _avg_pool3d_grad_kernel(ctx: Any) -> Callable:
     return avg_pool3d_grad
 
 
-def _pattrs(op: Any) -> dict[str, Any]:
-    a = op.node_attrs
-    return {"ksize": list(a["ksize"]), "strides": list(a["strides"]),
-            "padding": a["padding"], "data_format": a.get("data_format", "NDHWC")}
-
-
-@ks.gradient("MaxPool3D")
-def _max_pool3d_grad(op: Any, grad: Tensor) -> list[Any]:
-    return [apply_op("MaxPool3DGrad", orig_input=op.inputs[0], orig_output=op.outputs[0],
-                     grad=grad, **_pattrs(op))]
-
-
-@ks.gradient("MaxPool3DGrad")
-def _max_pool3d_grad_grad(op: Any, grad: Tensor) -> list[Any]:
-    x, y, _ = op.inputs
-    return [apply_op("ZerosLike", x=x), apply_op("ZerosLike", x=y),
-            apply_op("MaxPool3DGradGrad", orig_input=x, orig_output=y, grad=grad,
-                     **_pattrs(op))]
-
-
-@ks.gradient("MaxPool3DGradGrad")
-def _max_pool3d_grad_grad_grad(op: Any, grad: Tensor) -> list[Any]:
-    x, y, _ = op.inputs
-    return [apply_op("ZerosLike", x=x), apply_op("ZerosLike", x=y),
-            apply_op("MaxPool3DGrad", orig_input=x, orig_output=y, grad=grad,
-                     **_pattrs(op))]
-
-
-@ks.gradient("AvgPool3D")
-def _avg_pool3d_grad(op: Any, grad: Tensor) -> list[Any]:
-    return [apply_op("AvgPool3DGrad", orig_input_shape=shape_tensor(op.inputs[0]),
-                     grad=grad, **_pattrs(op))]
-
-
-@ks.gradient("AvgPool3DGrad")
-def _avg_pool3d_grad_grad(op: Any, grad: Tensor) -> list[Any]:
-    return [None, apply_op("AvgPool3D", input=grad, **_pattrs(op))]
+register_pool_gradients({"max": "MaxPool3D", "max_grad": "MaxPool3DGrad",
+                         "max_grad_grad": "MaxPool3DGradGrad", "avg": "AvgPool3D",
+                         "avg_grad": "AvgPool3DGrad"}, "NDHWC", "input")
 
 
 # =======================================================================================

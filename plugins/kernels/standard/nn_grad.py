@@ -961,43 +961,47 @@ def _avg_pool_grad_kernel(ctx: Any) -> Callable:
     return avg_pool_grad
 
 
-def _pool_attrs(op: Any) -> dict[str, Any]:
-    a = op.node_attrs
-    return {"ksize": list(a["ksize"]), "strides": list(a["strides"]),
-            "padding": a["padding"], "data_format": a.get("data_format", "NHWC")}
+def register_pool_gradients(ops: dict[str, str], default_format: str,
+                            avg_input: str) -> None:
+    """The gradients of a pooling family, 2-D or 3-D: ``ops`` names its ``max``,
+    ``max_grad``, ``max_grad_grad``, ``avg`` and ``avg_grad`` ops; ``avg_input`` is the
+    name of the average pool's input (``value`` for AvgPool, ``input`` for AvgPool3D).
+    MaxPoolGrad and MaxPoolGradGrad are each other's gradients (their first two inputs
+    get zeros), AvgPoolGrad's is an AvgPool of the incoming gradient."""
+
+    def attrs(op: Any) -> dict[str, Any]:
+        a = op.node_attrs
+        return {"ksize": list(a["ksize"]), "strides": list(a["strides"]),
+                "padding": a["padding"], "data_format": a.get("data_format", default_format)}
+
+    def max_grad(op: Any, grad: Tensor) -> list[Any]:
+        return [apply_op(ops["max_grad"], orig_input=op.inputs[0], orig_output=op.outputs[0],
+                         grad=grad, **attrs(op))]
+
+    def swapped(target: str) -> Callable[[Any, Tensor], list[Any]]:
+        def grad_fn(op: Any, grad: Tensor) -> list[Any]:
+            x, y, _ = op.inputs
+            return [apply_op("ZerosLike", x=x), apply_op("ZerosLike", x=y),
+                    apply_op(target, orig_input=x, orig_output=y, grad=grad, **attrs(op))]
+        return grad_fn
+
+    def avg_grad(op: Any, grad: Tensor) -> list[Any]:
+        return [apply_op(ops["avg_grad"], orig_input_shape=shape_tensor(op.inputs[0]),
+                         grad=grad, **attrs(op))]
+
+    def avg_grad_grad(op: Any, grad: Tensor) -> list[Any]:
+        return [None, apply_op(ops["avg"], **{avg_input: grad}, **attrs(op))]
+
+    ks.gradient(ops["max"])(max_grad)
+    ks.gradient(ops["max_grad"])(swapped(ops["max_grad_grad"]))
+    ks.gradient(ops["max_grad_grad"])(swapped(ops["max_grad"]))
+    ks.gradient(ops["avg"])(avg_grad)
+    ks.gradient(ops["avg_grad"])(avg_grad_grad)
 
 
-@ks.gradient("MaxPool")
-def _max_pool_grad(op: Any, grad: Tensor) -> list[Any]:
-    return [apply_op("MaxPoolGrad", orig_input=op.inputs[0], orig_output=op.outputs[0],
-                     grad=grad, **_pool_attrs(op))]
-
-
-@ks.gradient("MaxPoolGrad")
-def _max_pool_grad_grad(op: Any, grad: Tensor) -> list[Any]:
-    x, y, _ = op.inputs
-    return [apply_op("ZerosLike", x=x), apply_op("ZerosLike", x=y),
-            apply_op("MaxPoolGradGrad", orig_input=x, orig_output=y, grad=grad,
-                     **_pool_attrs(op))]
-
-
-@ks.gradient("MaxPoolGradGrad")
-def _max_pool_grad_grad_grad(op: Any, grad: Tensor) -> list[Any]:
-    x, y, _ = op.inputs
-    return [apply_op("ZerosLike", x=x), apply_op("ZerosLike", x=y),
-            apply_op("MaxPoolGrad", orig_input=x, orig_output=y, grad=grad,
-                     **_pool_attrs(op))]
-
-
-@ks.gradient("AvgPool")
-def _avg_pool_grad(op: Any, grad: Tensor) -> list[Any]:
-    return [apply_op("AvgPoolGrad", orig_input_shape=shape_tensor(op.inputs[0]), grad=grad,
-                     **_pool_attrs(op))]
-
-
-@ks.gradient("AvgPoolGrad")
-def _avg_pool_grad_grad(op: Any, grad: Tensor) -> list[Any]:
-    return [None, apply_op("AvgPool", value=grad, **_pool_attrs(op))]
+register_pool_gradients({"max": "MaxPool", "max_grad": "MaxPoolGrad",
+                         "max_grad_grad": "MaxPoolGradGrad", "avg": "AvgPool",
+                         "avg_grad": "AvgPoolGrad"}, "NHWC", "value")
 
 
 # =======================================================================================
