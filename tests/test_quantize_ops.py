@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import flowrt as tf
@@ -98,6 +98,9 @@ ranges = st.tuples(st.floats(-10, 0), st.floats(0.01, 10)).filter(lambda r: r[0]
 @settings(max_examples=40, deadline=None)
 @given(hnp.arrays(np.float32, st.integers(1, 12), elements=st.floats(-12, 12, width=32)),
        ranges, st.integers(2, 16), st.booleans(), st.sampled_from(["args", "vars"]))
+# a 16-bit case whose value lies 0.1% of a step from a boundary (once failed in CI)
+@example(np.array([-1.1955407], np.float32), (-8.851501489565631, 3.285396323898753), 16,
+         False, "args")
 def test_fake_quant_matches_reference(x, rng, bits, narrow, kind):
     mn, mx = (float(np.float32(v)) for v in rng)
     if kind == "args":
@@ -108,9 +111,14 @@ def test_fake_quant_matches_reference(x, rng, bits, narrow, kind):
     want, nmin, nmax = fake_quant_ref(x, mn, mx, bits, narrow)
     step = (mx - mn) / ((1 << bits) - 1 - narrow)
     assert got.dtype == np.float32 and got.shape == x.shape
-    # float32 arithmetic may round a value on a step boundary the other way
-    assert np.all(np.abs(got - want) <= 1e-5 * max(1.0, abs(mn), abs(mx)) + 1.01 * step *
-                  (np.abs(np.abs((np.clip(x, nmin, nmax) - nmin) / step % 1) - 0.5) < 1e-3))
+    # float32 arithmetic may round a value near a step boundary the other way: the
+    # kernel's (x - nudged_min) / scale carries a float32 error of a few ulps of the
+    # operands, which is a sizeable fraction of a step at 16 bits
+    frac = np.abs(np.abs((np.clip(x, nmin, nmax) - nmin) / step % 1) - 0.5)
+    band = np.maximum(1e-3, 4 * np.finfo(np.float32).eps *
+                      (np.abs(x) + abs(nmin) + abs(nmax)) / step)
+    assert np.all(np.abs(got - want) <= 1e-5 * max(1.0, abs(mn), abs(mx)) +
+                  1.01 * step * (frac < band))
 
 
 def test_fake_quant_per_channel_and_tf_values():
