@@ -503,3 +503,414 @@ def test_checkpoints_iterator_cross() -> None:
         assert got == [last] == [os.path.join(d, "model.ckpt-2")]
         if reader is fr:  # flowrt writes its own index format, which TF does not read
             assert reader.train.load_variable(got[0], "v") == 2.0
+
+
+# =========================================================================================
+# flags, the rest of absl.flags (helper X): enum classes, aliases, key flags and help
+# text, set_default / override_value, the helpers, tf_decorator
+# =========================================================================================
+import enum  # noqa: E402 - kept with the tests that use it
+
+
+class Fruit(enum.Enum):
+    APPLE = 1
+    Banana = 2
+    cherry = 3
+
+
+def _names(v: Any) -> Any:
+    """Enum members (in values, lists) as their names, for comparing across modules."""
+    if isinstance(v, enum.Enum):
+        return f"<{v.name}>"
+    if isinstance(v, list):
+        return [_names(x) for x in v]
+    return v
+
+
+def _fv_state(fv: Any) -> Any:
+    return {k: (_names(fv[k].value), fv[k].present) for k in sorted(fv)}
+
+
+ENUM_ARGVS = {
+    "names": ["p", "--fruit=banana", "--cs=Banana", "--mf=apple", "--mf=CHERRY", "--mcs=APPLE"],
+    "defaults": ["p"],
+    "bad_cs": ["p", "--cs=banana"],
+    "bad_name": ["p", "--fruit=grape"],
+    "repeat": ["p", "--fruit=APPLE", "--fruit=cherry", "--mf", "banana"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENUM_ARGVS))
+def test_enum_class_flags(name: str) -> None:
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        F.DEFINE_enum_class("fruit", Fruit.APPLE, Fruit, "a fruit", flag_values=fv)
+        F.DEFINE_enum_class("cs", "cherry", Fruit, "case", case_sensitive=True,
+                            flag_values=fv)
+        F.DEFINE_multi_enum_class("mf", ["APPLE", Fruit.Banana], Fruit, "fruits",
+                                  flag_values=fv)
+        F.DEFINE_multi_enum_class("mcs", None, Fruit, "fruits", case_sensitive=True,
+                                  flag_values=fv)
+        out = [_outcome(lambda: fv(list(ENUM_ARGVS[name])))]
+        if out[0][0] == "ok":
+            out.append(_fv_state(fv))
+            out.append([fv[k].serialize() for k in ("fruit", "cs", "mf", "mcs")])
+        out.append([(fv[k].help, fv[k].default_as_str, fv[k].flag_type(),
+                     fv[k].parser.member_names) for k in ("fruit", "cs", "mf", "mcs")])
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+def test_enum_class_definition_errors() -> None:
+    class Empty(enum.Enum):
+        pass
+
+    class Twins(enum.Enum):
+        a = 1
+        A = 2
+
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        out = []
+        for call in (lambda: F.DEFINE_enum_class("e", None, Empty, "h", flag_values=fv),
+                     lambda: F.DEFINE_enum_class("e", None, Twins, "h", flag_values=fv),
+                     lambda: F.DEFINE_enum_class("e", None, int, "h", flag_values=fv),
+                     lambda: F.DEFINE_enum_class("e", "x", Fruit, "h", flag_values=fv),
+                     lambda: F.DEFINE_enum_class("e", 3, Fruit, "h", flag_values=fv)):
+            try:
+                call()
+                out.append("ok")
+            except Exception as e:  # noqa: BLE001 - class and message are compared
+                out.append((type(e).__name__, str(e).replace("test_compat_shell.", "")))
+        F.DEFINE_enum_class("t", "a", Twins, "h", case_sensitive=True, flag_values=fv)
+        fv(["p", "--t=A"])
+        out.append(_names(fv.t))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+def test_alias_flags() -> None:
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        F.DEFINE_integer("num", 3, "a number", flag_values=fv)
+        F.DEFINE_boolean("verbose", False, "talk", flag_values=fv)
+        F.DEFINE_multi_string("tag", ["x"], "tags", flag_values=fv)
+        F.DEFINE_alias("n", "num", flag_values=fv)
+        F.DEFINE_alias("v", "verbose", flag_values=fv)
+        h = F.DEFINE_alias("t", "tag", flag_values=fv)
+        out = [_outcome(lambda: F.DEFINE_alias("q", "nope", flag_values=fv)),
+               _outcome(lambda: F.DEFINE_alias("n", "verbose", flag_values=fv))]
+        out.append(fv(["p", "--n=7", "--v", "--t=a", "--tag=b", "--t", "c", "rest"]))
+        out.append(_fv_state(fv))
+        out.append([fv[k].serialize() for k in ("n", "v", "t")])
+        out.append([(fv[k].help, fv[k].default_as_str, fv[k].boolean)
+                    for k in ("n", "v", "t")])
+        out.append((h.name, h.value, h.default))
+        fv.n = 11
+        out.append((fv.num, fv.n))
+        fv(["p", "--nov"])
+        out.append((fv.verbose, fv.v))
+        fv.unparse_flags()
+        out.append(_outcome(lambda: fv.n))
+        fv(["p"])
+        out.append(_fv_state(fv))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+def _key_flag_help(tf: Any) -> Any:
+    F = tf.flags
+    fv = F.FlagValues()
+    mod = type(sys)("x_other_module")
+    F.DEFINE_integer("other_n", 1, "in another module " * 6, flag_values=fv,
+                     module_name="x_other_module")
+    F.DEFINE_boolean("other_b", True, "other switch", flag_values=fv,
+                     module_name="x_other_module")
+    F.DEFINE_string("mine", "m", "defined here", short_name="m", flag_values=fv)
+    F.DEFINE_list("main_l", "a,b", "main's list", flag_values=fv, module_name=sys.argv[0])
+    F.DEFINE_enum("color", "red", ["red", "blue"], "a color\nwith a second line",
+                  flag_values=fv, module_name="x_third")
+    F.DEFINE_multi_integer("ints", [1, 2], "some ints", lower_bound=0,
+                           flag_values=fv, module_name="x_third")
+    out = [fv.module_help(__name__), fv.module_help("x_other_module")]
+    F.declare_key_flag("other_n", flag_values=fv)
+    F.declare_key_flag("flagfile", flag_values=fv)
+    out.append(_outcome(lambda: F.declare_key_flag("nope", flag_values=fv)))
+    out.append(fv.module_help(__name__))
+    F.adopt_module_key_flags(mod, flag_values=fv)
+    out.append(fv.module_help(__name__))
+    out.append(_outcome(lambda: F.adopt_module_key_flags("x_other_module", flag_values=fv)))
+    out.append([f.name for f in fv.get_key_flags_for_module(__name__)])
+    out.append([f.name for f in fv.get_flags_for_module("x_other_module")])
+    out.append(fv.main_module_help())
+    out.append(fv.get_help())
+    out.append(fv.get_help(prefix="# ", include_special_flags=False))
+    out.append(str(fv))
+    del fv.other_n
+    out.append(fv.module_help(__name__))
+    empty = F.FlagValues()
+    out.append(empty.get_help())
+    return out
+
+
+@pytest.mark.parametrize("columns", ["80", "50"])
+def test_key_flags_and_help_text(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    got = {impl: _key_flag_help(_mod(impl)) for impl in IMPLS}
+    assert got["flowrt"] == got["tf"]
+
+
+@pytest.mark.parametrize("registered", [True, False])
+def test_disclaim_key_flags_in_a_wrapping_module(registered: bool,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flags are attributed to the first caller up the stack that is a module in
+    sys.modules and did not disclaim key flags."""
+    got = {}
+    for impl in IMPLS:
+        src = textwrap.dedent(f'''
+            import {'tensorflow.compat.v1' if impl == 'tf' else 'flowrt'} as tf
+            tf.flags.disclaim_key_flags()
+            def define_port(fv):
+                return tf.flags.DEFINE_integer("port", 80, "a port", flag_values=fv)
+            def define_host(fv):
+                return tf.flags.DEFINE_string("host", "h", "a host", flag_values=fv)
+        ''')
+        wrapper = type(sys)(f"x_wrap_{impl}")
+        plain = type(sys)(f"x_plain_{impl}")
+        if registered:
+            monkeypatch.setitem(sys.modules, wrapper.__name__, wrapper)
+            monkeypatch.setitem(sys.modules, plain.__name__, plain)
+        exec(compile(src, wrapper.__name__, "exec"), wrapper.__dict__)
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        wrapper.define_port(fv)
+        exec(compile(src.replace("tf.flags.disclaim_key_flags()", ""), plain.__name__,
+                     "exec"), plain.__dict__)
+        plain.define_host(fv)
+        got[impl] = (sorted((m.replace(impl, "IMPL"), [f.name for f in fl])
+                            for m, fl in fv.flags_by_module_dict().items()),
+                     fv.module_help(__name__))
+    assert got["flowrt"] == got["tf"]
+
+
+def test_set_default_and_override_value() -> None:
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        n = F.DEFINE_integer("n", 1, "n", upper_bound=10, flag_values=fv)
+        s = F.DEFINE_string("s", "a", "s", flag_values=fv)
+        m = F.DEFINE_multi_integer("m", [1], "m", flag_values=fv)
+        e = F.DEFINE_enum_class("e", "apple", Fruit, "e", flag_values=fv)
+        fv(["p", "--s=cmd"])
+        out = []
+        F.set_default(n, 5)
+        F.set_default(s, "new")
+        out.append((fv.n, fv.s, n.default, s.default, fv["n"].default_as_str))
+        out.append(_outcome(lambda: F.set_default(n, 11)))
+        out.append(_outcome(lambda: F.set_default(n, "x")))
+        out.append((fv.n, n.default))
+        F.override_value(n, 7)
+        F.override_value(s, "over")
+        F.override_value(m, [4, 5])
+        F.override_value(e, Fruit.cherry)
+        out.append((fv.n, fv.s, fv.m, _names(fv.e), fv["n"].using_default_value))
+        for args in ((n, "8"), (n, 12), (n, 2.0), (s, 3), (m, 4), (e, "Banana")):
+            try:
+                F.override_value(*args)
+                out.append("ok")
+            except Exception as ex:  # noqa: BLE001
+                out.append((type(ex).__name__, str(ex)))
+        out.append((fv.n, fv.s))
+        F.set_default(n, 3)
+        out.append((fv.n, n.default))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+def test_flag_holder_and_required() -> None:
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        out = []
+        h = F.DEFINE_string("a", "x", "a", flag_values=fv)
+        r = F.DEFINE_string("r", None, "r", flag_values=fv, required=True)
+        o = F.DEFINE_string("o", None, "o", flag_values=fv)
+        out.append(_outcome(lambda: F.DEFINE_string("bad", "d", "h", flag_values=fv,
+                                                    required=True)))
+        for fn in (lambda: h == h, lambda: bool(h), lambda: h.value):
+            try:
+                fn()
+            except Exception as ex:  # noqa: BLE001
+                out.append((type(ex).__name__, str(ex)))
+        fv(["p", "--r=v"])
+        out.append((h.value, r.value, o.value, h.present, r.present))
+        fv.a = None
+        try:
+            h.value
+        except Exception as ex:  # noqa: BLE001
+            out.append((type(ex).__name__, str(ex)))
+        F.mark_flag_as_required(o)
+        out.append(_outcome(lambda: fv(["p", "--r=v"])))
+        out.append(_outcome(lambda: F.register_validator(o, lambda v: True,
+                                                         flag_values=F.FlagValues())))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+def test_bool_mutual_exclusion() -> None:
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        fv = F.FlagValues()
+        a = F.DEFINE_boolean("a", False, "a", flag_values=fv)
+        F.DEFINE_boolean("b", False, "b", flag_values=fv)
+        F.DEFINE_string("s", None, "s", flag_values=fv)
+        F.DEFINE_string("t", None, "t", flag_values=fv)
+        out = []
+        try:
+            F.mark_bool_flags_as_mutual_exclusive(["a", "s"], flag_values=fv)
+        except Exception as ex:  # noqa: BLE001
+            out.append((type(ex).__name__, str(ex)))
+        F.mark_bool_flags_as_mutual_exclusive([a, "b"], required=True, flag_values=fv)
+        F.mark_flags_as_mutual_exclusive(["s", "t"], flag_values=fv)
+        for argv in (["p"], ["p", "--a"], ["p", "--a", "--b"], ["p", "--b", "--noa"],
+                     ["p", "--a", "--s=1", "--t=2"]):
+            try:
+                fv(argv)
+                out.append(("ok", fv.a, fv.b))
+            except Exception as ex:  # noqa: BLE001
+                out.append((type(ex).__name__, str(ex)))
+        other = F.FlagValues()
+        F.DEFINE_boolean("c", False, "c", flag_values=other)
+        out.append(_outcome(lambda: F.mark_bool_flags_as_mutual_exclusive(
+            [a, "c"], flag_values=other)))
+        out.append(_outcome(lambda: F.mark_bool_flags_as_mutual_exclusive([])))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+TEXTS = [
+    "", "one", "a b c d e f g h i j k l m n o p q r s t u v w x y z " * 4,
+    "para one is here\n\n   para two\tafter a tab\n  \nlast " + "word " * 20,
+    "\tlead\ttabs\n" + "x" * 100,
+]
+
+
+def test_help_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    def doc() -> None:
+        """First line.
+
+        Second paragraph
+        continues here,
+            indented more.
+
+        Third.
+        """
+
+    got = {}
+    for impl in IMPLS:
+        F = _mod(impl).flags
+        out = []
+        for cols in ("80", "33"):
+            monkeypatch.setenv("COLUMNS", cols)
+            out.append(F.get_help_width())
+            for t in TEXTS:
+                out.append(F.text_wrap(t))
+                out.append(F.text_wrap(t, 30, indent="    ", firstline_indent="> "))
+                out.append(F.text_wrap(t, 20, indent="  "))
+        for args in ((("x", 4, "    ")), ("x", 4, "", "     ")):
+            out.append(_outcome(lambda: F.text_wrap(*args)))
+        for d in (doc.__doc__, "  one\n  two\n\n  three  ", "", "x\n   \ny"):
+            out.append(F.doc_to_help(d))
+        out.append(list(F.flag_dict_to_args(
+            {"a": None, "b": True, "c": False, "d": "str", "e": [1, 2], "f": ("x",),
+             "g": 3, "h": 2.5, "i": b"by", "j": [], "k": ["p", "q"], "l": 7},
+            multi_flags={"k", "l"})))
+        out.append(list(F.flag_dict_to_args({"x": {"k": 1}, "y": range(3)})))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+def test_tf_decorator() -> None:
+    got = {}
+    for impl in IMPLS:
+        td = _mod(impl).flags.tf_decorator
+
+        def target(a: int, b: int = 2, *args: Any, c: int = 3, **kw: Any) -> int:
+            """Adds."""
+            return a + b + c
+
+        target.extra = "attr"
+
+        def wrapper(*args: Any, **kwargs: Any) -> int:
+            return 10 * target(*args, **kwargs)
+
+        dec = td.make_decorator(target, wrapper)
+        out = [dec is wrapper, dec.__name__, dec.__qualname__.rsplit(".", 1)[-1],
+               dec.__doc__, dec.extra, dec.__wrapped__ is target, str(dec.__signature__),
+               dec(1), dec._tf_decorator.decorator_name,
+               dec._tf_decorator.decorated_target is target]
+        decs, inner = td.unwrap(dec)
+        out.append((len(decs), inner is target, decs[0].decorator_name))
+
+        def outer(*args: Any, **kwargs: Any) -> int:
+            return dec(*args, **kwargs) + 1
+
+        two = td.make_decorator(dec, outer, decorator_name="outer_dec",
+                                decorator_doc="outer doc")
+        decs, inner = td.unwrap(two)
+        out.append(([d.decorator_name for d in decs], inner is target, two.__doc__,
+                     two(1, 1, c=0)))
+        out.append(td.unwrap(len) == ([], len))
+
+        class K:
+            def m(self, x: int) -> int:
+                return x
+
+        k = K()
+        bm = td.make_decorator(k.m, lambda *a: k.m(*a))
+        out.append((str(bm.__signature__), getattr(bm, "__self__", None) is k))
+        got[impl] = out
+    assert got["flowrt"] == got["tf"]
+
+
+_HELP_APP = textwrap.dedent('''
+    """My program.
+
+    Usage: %s [flags]
+    """
+    import {module} as tf
+    tf.flags.DEFINE_integer("steps", 1, "how many steps to take " * 5, lower_bound=0)
+    tf.flags.DEFINE_enum_class("mode", "fast", __import__("enum").Enum(
+        "Mode", "FAST SLOW"), "the mode")
+    tf.flags.DEFINE_alias("s", "steps")
+    tf.flags.DEFINE_string("other", "o", "other", module_name="x_elsewhere")
+    tf.flags.declare_key_flag("other")
+    tf.flags.declare_key_flag("undefok")
+
+    def main(argv):
+        print("MAIN", argv)
+
+    if __name__ == "__main__":
+        tf.app.run()
+''')
+
+
+@pytest.mark.parametrize("argv", [["--helpshort"], ["--s=3", "x"]])
+def test_app_run_helpshort_lists_key_flags(argv: list[str]) -> None:
+    outs = {}
+    for impl, module in (("tf", "tensorflow.compat.v1"), ("flowrt", "flowrt")):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", COLUMNS="72")
+        p = subprocess.run([sys.executable, "-c", _HELP_APP.format(module=module), *argv],
+                           capture_output=True, text=True, env=env, timeout=120,
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        outs[impl] = (p.returncode, p.stdout)
+    assert outs["flowrt"] == outs["tf"]

@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
@@ -239,21 +240,78 @@ def test_flush_secs_writes_without_being_asked(tmp_path):
 
 
 def test_adding_does_not_wait_for_the_disk(tmp_path, monkeypatch):
-    slow = events.frame_record
+    class SlowDisk:
+        """``os`` as the writer sees it, with every write taking 50 ms."""
 
-    def frame(data):
-        time.sleep(0.05)
-        return slow(data)
+        def __getattr__(self, name):
+            return getattr(os, name)
 
-    monkeypatch.setattr(events, "frame_record", frame)
-    w = tf.summary.FileWriter(str(tmp_path), max_queue=20)
+        def write(self, fd, data):
+            time.sleep(0.05)
+            return os.write(fd, data)
+
+    monkeypatch.setattr(events, "os", SlowDisk())
+    w = tf.summary.FileWriter(str(tmp_path), max_queue=2)  # wakes the writer every 2
     t = time.perf_counter()
     for step in range(10):
         w.add_summary(_scalar("a", 1.0), step)
-    assert time.perf_counter() - t < 0.25  # ten events take 0.5 s to write
-    assert w.event_writer._queue.maxsize == 20
+    assert time.perf_counter() - t < 0.2  # five writes take 0.25 s
+    assert w.event_writer._max_queue == 2
     w.close()
     assert [e.step for e in _events(_files(tmp_path)[0])][1:] == list(range(10))
+
+
+def test_events_from_many_threads_all_arrive_whole(tmp_path):
+    w = tf.summary.FileWriter(str(tmp_path), max_queue=3)
+
+    def add(k):
+        for step in range(50):
+            w.add_summary(_scalar(f"t{k}", float(step)), step)
+            if step % 17 == 0:
+                w.flush()
+
+    threads = [threading.Thread(target=add, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    w.close()
+    got = {}
+    for e in _events(_files(tmp_path)[0])[1:]:
+        got.setdefault(e.summary.value[0].tag, []).append(e.step)
+    assert got == {f"t{k}": list(range(50)) for k in range(4)}  # each thread's in order
+
+
+def test_the_buffer_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(events, "_HARD_LIMIT", 4096)
+    gate = threading.Event()
+
+    class StuckDisk:
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def write(self, fd, data):
+            gate.wait(10)
+            return os.write(fd, data)
+
+    monkeypatch.setattr(events, "os", StuckDisk())
+    w = tf.summary.FileWriter(str(tmp_path), max_queue=1)
+    done = threading.Event()
+
+    def add():
+        for step in range(1000):
+            w.add_summary(_scalar("a", float(step)), step)
+        done.set()
+
+    t = threading.Thread(target=add)
+    t.start()
+    assert not done.wait(0.5)  # the disk is stuck: the adder waits once 4 KiB are held
+    assert len(w.event_writer._buffer) < 4096 + 100
+    gate.set()
+    assert done.wait(10)
+    t.join(10)
+    w.close()
+    assert [e.step for e in _events(_files(tmp_path)[0])][1:] == list(range(1000))
 
 
 def test_close_reopen(tmp_path):

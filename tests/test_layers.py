@@ -202,7 +202,7 @@ def test_the_core_calls_only_declared_op_api_names() -> None:
     from flowrt.framework.graph import REQUIRED_API_NAMES
 
     declared = set(REQUIRED_API_NAMES)
-    for layer in ("inputs", "modeling"):
+    for layer in ("training", "inputs", "modeling", "tools"):
         for path in _modules(CORE / layer):
             mod = importlib.import_module(".".join(_package_of(path) + [path.stem])
                                           if path.stem != "__init__" else f"flowrt.{layer}")

@@ -7,18 +7,17 @@ little-endian uint64, its masked CRC32C, the bytes, their masked CRC32C. The fir
 record of every file is ``file_version: "brain.Event:2"``, as TensorFlow's
 ``EventsWriter`` writes it.
 
-Writing never waits for the disk: :meth:`EventFileWriter.add_event` puts the event on a
-bounded queue (``max_queue``; a full queue makes the caller wait, as TF's does) and a
-daemon thread serializes and frames it into a memory buffer that goes to the file every
-``flush_secs``, on :meth:`~EventFileWriter.flush` and :meth:`~EventFileWriter.close`, and
-when the interpreter exits.
+Writing never waits for the disk: :meth:`EventFileWriter.add_event` serializes and
+frames the event into a memory buffer in the caller's thread (no thread hand-off per
+event) and a daemon thread writes the buffer to the file every ``flush_secs``, soon
+after ``max_queue`` events have gathered, on :meth:`~EventFileWriter.flush` and
+:meth:`~EventFileWriter.close`, and when the interpreter exits.
 """
 from __future__ import annotations
 
 import atexit
 import logging
 import os
-import queue
 import socket
 import threading
 import time
@@ -41,7 +40,7 @@ _log = logging.getLogger("flowrt")
 FILE_VERSION = "brain.Event:2"
 #: bytes buffered before the writer thread writes them out whatever ``flush_secs`` says
 _BUFFER_LIMIT = 1 << 20
-#: seconds the exit hook waits for each writer's queue to drain
+#: seconds the exit hook waits for a write under way before writing the rest out
 _EXIT_WAIT_S = 2.0
 
 
@@ -89,19 +88,25 @@ def event_file_name(logdir: str, seconds: int, suffix: str = "") -> str:
 
 
 # -- the writer ----------------------------------------------------------------------------
-_SENTINEL = object()
 _LIVE: "weakref.WeakSet[EventFileWriter]" = weakref.WeakSet()
+#: bytes held in memory past which :meth:`EventFileWriter.add_event` waits for the
+#: writer thread (the bound on what a stalled disk can make the process hold)
+_HARD_LIMIT = 64 << 20
 
 
 class EventFileWriter:
     """Writes ``Event`` protos to an event file in ``logdir`` from a daemon thread.
 
-    The file is created with the first event (at once when ``filename_suffix`` is given,
-    as TF does); after :meth:`close`, :meth:`reopen` and a new event start a new file.
+    The caller's thread serializes and frames each event into a memory buffer (a few
+    microseconds, no thread hand-off); a daemon thread writes the buffer out every
+    ``flush_secs``, or soon after ``max_queue`` events (or 1 MiB) have gathered, so a
+    training step never waits for the disk. The buffer is bounded: past 64 MiB the caller
+    waits for the writer thread. The file is created with the first event (at once when
+    ``filename_suffix`` is given, as TF does); after :meth:`close`, :meth:`reopen` and a
+    new event start a new file.
 
     :param logdir: the directory (created if missing)
-    :param max_queue: events that may wait for the writer thread before
-        :meth:`add_event` waits
+    :param max_queue: events gathered before the writer thread is woken to write them
     :param flush_secs: the longest time an event stays in memory
     :param filename_suffix: appended to the file name
     """
@@ -121,16 +126,22 @@ class EventFileWriter:
             raise errors.FailedPreconditionError(
                 None, None, f"{self._logdir} is not a directory; {e.strerror}") from None
         self._flush_secs = float(flush_secs)
+        self._max_queue = max(1, int(max_queue))
         self._suffix = filename_suffix or ""
-        self._queue: queue.Queue = queue.Queue(max_queue)
-        self._lock = threading.Lock()  # the buffer and the file
+        self._lock = threading.Lock()  # the buffer, its count and the file's name
+        self._io_lock = threading.Lock()  # writing out: one writer at a time, in order
+        self._drained = threading.Condition(self._lock)  # the buffer was taken
+        self._wake = threading.Event()
         self._buffer = bytearray()
+        self._count = 0  # events in the buffer
         self._path: str | None = None
         self._created = False  # whether self._path has been written to
         self._closed = False
+        self._stopping = False
         if self._suffix:
-            with self._lock:
-                self._start_file()
+            with self._io_lock, self._lock:
+                self._name_file()
+            self._write_out()
         self._thread = self._start_thread()
         _LIVE.add(self)
 
@@ -144,25 +155,40 @@ class EventFileWriter:
         return self._path
 
     def add_event(self, event: event_pb2.Event) -> None:
-        """Queue ``event`` for writing (nothing happens once closed)."""
+        """Buffer ``event`` for writing (nothing happens once closed)."""
         if not self._closed:
-            self._queue.put(event)
+            self.add_serialized(event.SerializeToString())
+
+    def add_serialized(self, event: bytes) -> None:
+        """Buffer an already serialized ``Event`` for writing."""
+        if self._closed:
+            return
+        record = frame_record(event)
+        with self._lock:
+            while len(self._buffer) >= _HARD_LIMIT and not self._stopping:
+                self._wake.set()
+                self._drained.wait(1.0)
+            if self._path is None:
+                self._name_file()
+            self._buffer += record
+            self._count += 1
+            wake = self._count >= self._max_queue or len(self._buffer) >= _BUFFER_LIMIT
+        if wake:
+            self._wake.set()
 
     def flush(self) -> None:
-        """Write every queued event to the file now."""
-        self._queue.join()
-        with self._lock:
-            self._write_out()
+        """Write every buffered event to the file now."""
+        self._write_out()
 
     def close(self) -> None:
         """Flush, stop the writer thread and close the file."""
         if self._closed:
             return
-        self._queue.put(_SENTINEL)
-        self._queue.join()
+        self._stopping = True
+        self._wake.set()
         self._thread.join()
+        self._write_out()
         with self._lock:
-            self._write_out()
             self._path = None
         self._closed = True
 
@@ -170,6 +196,7 @@ class EventFileWriter:
         """Start writing again after :meth:`close`; the next event opens a new file."""
         if self._closed:
             self._closed = False
+            self._stopping = False
             self._thread = self._start_thread()
             _LIVE.add(self)
 
@@ -180,92 +207,61 @@ class EventFileWriter:
         return t
 
     def _run(self) -> None:
-        """The writer thread: serialize and frame each queued event into the buffer;
-        write the buffer out every ``flush_secs`` (or when it grows past 1 MiB); stop at
-        the sentinel. An error writing is logged, not raised: it must not kill the
-        thread the next ``flush`` waits on."""
-        next_flush = time.monotonic() + self._flush_secs
-        while True:
-            try:
-                item = self._queue.get(timeout=max(0.0, next_flush - time.monotonic()))
-            except queue.Empty:
-                self._flush_quietly()
-                next_flush = time.monotonic() + self._flush_secs
-                continue
-            try:
-                if item is _SENTINEL:
-                    return
-                record = frame_record(item.SerializeToString())
-                with self._lock:
-                    if self._path is None:
-                        self._start_file()
-                    self._buffer += record
-                    full = len(self._buffer) >= _BUFFER_LIMIT
-                now = time.monotonic()
-                if full or now >= next_flush:
-                    self._flush_quietly()
-                    next_flush = now + self._flush_secs
-            except Exception as e:  # a bad event or a full disk: report, keep going
-                _log.error("EventFileWriter %s: could not write an event: %s",
-                           self._logdir, e)
-            finally:
-                self._queue.task_done()
+        """The writer thread: write the buffer out when woken (enough events gathered,
+        a close) or every ``flush_secs``. An error writing is logged, not raised."""
+        while not self._stopping:
+            self._wake.wait(self._flush_secs)
+            self._wake.clear()
+            self._write_out()
 
-    def _flush_quietly(self) -> None:
-        try:
-            with self._lock:
-                self._write_out()
-        except OSError as e:
-            _log.error("EventFileWriter: could not write %s: %s", self._path, e)
-
-    def _start_file(self) -> None:
-        """Name a new file for this second and write its ``file_version`` event, with
-        what the buffer holds (the caller holds the lock)."""
+    def _name_file(self) -> None:
+        """Name a new file for this second and put its ``file_version`` event first in
+        the buffer (the caller holds ``_lock``)."""
         seconds = int(time.time())
         self._path = event_file_name(self._logdir, seconds, self._suffix)
         first = event_pb2.Event(wall_time=float(seconds), file_version=FILE_VERSION)
         self._buffer[:0] = frame_record(first.SerializeToString())
+        self._count += 1
         self._created = False
-        self._write_out()
 
     def _write_out(self) -> None:
-        """Append the buffer to the file (the caller holds the lock). One ``write`` of
-        whole records on an append-only descriptor: two writers on one file never
-        interleave inside a record. A file deleted under the writer is started again,
-        as TF's EventsWriter does."""
-        if not self._buffer or self._path is None:
-            return
-        if self._created and not os.path.exists(self._path):
-            _log.warning("EventFileWriter: %s was deleted; starting a new file", self._path)
-            self._start_file()
-            return
-        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        try:
-            view = memoryview(self._buffer)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            del view
-        finally:
-            os.close(fd)
-        self._created = True
-        self._buffer.clear()
+        """Append what the buffer holds to the file: one ``write`` of whole records on
+        an append-only descriptor, so two writers on one file never interleave inside
+        a record. Writers take turns (``_io_lock``) so that records keep their order;
+        events added meanwhile wait in a new buffer. A file deleted under the writer is
+        started again, as TF's EventsWriter does; a failed write is logged and its
+        events dropped (the disk, not the step, is at fault)."""
+        with self._io_lock:
+            with self._lock:
+                if not self._buffer or self._path is None:
+                    return
+                if self._created and not os.path.exists(self._path):
+                    _log.warning("EventFileWriter: %s was deleted; starting a new file",
+                                 self._path)
+                    self._name_file()
+                data, path = self._buffer, self._path
+                self._buffer, self._count = bytearray(), 0
+                self._drained.notify_all()
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    del view
+                finally:
+                    os.close(fd)
+                self._created = True
+            except OSError as e:
+                _log.error("EventFileWriter: could not write %s: %s", path, e)
 
     def _drain_at_exit(self, timeout: float) -> None:
-        """Give the writer thread ``timeout`` seconds to empty the queue, then write the
-        buffer out (the exit hook)."""
-        if self._closed:
+        """Write the buffer out, waiting at most ``timeout`` seconds for a write under
+        way (the exit hook)."""
+        if self._closed or not self._io_lock.acquire(timeout=timeout):
             return
-        q = self._queue
-        deadline = time.monotonic() + timeout
-        with q.all_tasks_done:
-            while q.unfinished_tasks and time.monotonic() < deadline:
-                q.all_tasks_done.wait(max(0.0, deadline - time.monotonic()))
-        try:
-            with self._lock:
-                self._write_out()
-        except OSError:
-            pass
+        self._io_lock.release()
+        self._write_out()
 
 
 def _flush_all_at_exit() -> None:
@@ -289,8 +285,9 @@ class FileWriter:
     :param logdir: the directory of the event file (created if missing)
     :param graph: a ``Graph`` (or, deprecated, a ``GraphDef``) written first, with a
         ``MetaGraphDef`` of it
-    :param max_queue: events queued before ``add_*`` waits for the writer thread
-    :param flush_secs: how often queued events reach the disk
+    :param max_queue: events gathered in memory before the writer thread is woken to
+        write them out
+    :param flush_secs: the longest time an event stays in memory
     :param graph_def: deprecated spelling of ``graph``
     :param filename_suffix: appended to the event file's name
     :param session: accepted for TF's signature; events are written from Python either way
@@ -324,8 +321,10 @@ class FileWriter:
         """Write a ``Summary`` (a proto, or its serialized bytes as ``sess.run`` of a
         summary op returns) at ``global_step``. A value's ``metadata`` is kept only on
         the first value of its tag, as TF does."""
+        raw = None
         if isinstance(summary, (bytes, bytearray)) or hasattr(summary, "dtype"):
-            summary = summary_pb2.Summary.FromString(_as_bytes(summary))
+            raw = _as_bytes(summary)
+            summary = summary_pb2.Summary.FromString(raw)
         elif not _is_proto(summary, "Summary"):
             raise TypeError(f"add_summary expects a Summary proto or its serialized bytes, "
                             f"got {type(summary).__name__}")
@@ -342,7 +341,18 @@ class FileWriter:
                 stripped.value[i].ClearField("metadata")
             else:
                 self._seen_summary_tags.add(value.tag)
-        self._add_event(event_pb2.Event(summary=stripped or summary), global_step)
+        if stripped is not None:
+            self._add_event(event_pb2.Event(summary=stripped), global_step)
+            return
+        # an Event is its header fields followed by field 5, the Summary's bytes: no copy
+        # of the Summary into an Event and out again
+        self._warn_if_closed()
+        head = event_pb2.Event(wall_time=time.time())
+        if global_step is not None:
+            head.step = int(global_step)
+        body = summary.SerializeToString() if raw is None else raw
+        self.event_writer.add_serialized(head.SerializeToString() + b"\x2a" +
+                                         _varint(len(body)) + body)
 
     def add_session_log(self, session_log: Any, global_step: int | None = None) -> None:
         """Write a ``SessionLog`` (START, STOP, CHECKPOINT) at ``global_step``."""
@@ -433,6 +443,16 @@ class FileWriter:
                           "noop unless the FileWriter is explicitly reopened.")
 
 
+def _varint(n: int) -> bytes:
+    """``n`` (>= 0) as a protobuf base-128 varint."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 def _as_bytes(value: Any) -> bytes:
     if hasattr(value, "dtype"):  # a numpy scalar or 0-d array from sess.run
         value = value.item() if getattr(value, "ndim", 0) == 0 else value
@@ -467,6 +487,15 @@ class FileWriterCache:
             for w in FileWriterCache._cache.values():
                 w.close()
             FileWriterCache._cache = {}
+
+    @staticmethod
+    def discard(logdir: str, writer: FileWriter) -> None:
+        """Close ``writer`` and forget it if it is the cached writer of ``logdir`` (a
+        flowrt addition: a monitored session releases the writers its hooks took)."""
+        with FileWriterCache._lock:
+            if FileWriterCache._cache.get(logdir) is writer:
+                del FileWriterCache._cache[logdir]
+        writer.close()
 
     @staticmethod
     def get(logdir: str) -> FileWriter:

@@ -18,7 +18,7 @@ import numpy as np
 from ..plugin import device as _device_module  # noqa: F401
 from ..base import dtypes as _dt
 from ..base.device_spec import DeviceSpec
-from ..base.tensor_codec import numpy_value_for
+from ..base.tensor_codec import numpy_value_for, text_of_bytes
 from ..plugin.op_registry import expand_args
 from ..plugin.runtime import default_runtime, require_api, set_graph_importer
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
@@ -1393,8 +1393,8 @@ def _attr_value(adef: Any, value: Any, op_type: str) -> Any:
         return bool(value)
     if k == "string":
         if isinstance(value, bytes):
-            value = value.decode()
-        if not isinstance(value, str):
+            value = text_of_bytes(value)  # bytes that are not UTF-8 text stay bytes
+        if not isinstance(value, (str, bytes)):
             raise TypeError(f"Expected string for argument '{adef.name}' not {value!r}.")
         if adef.allowed is not None and value not in adef.allowed:
             raise ValueError(f"Attr '{adef.name}' of '{op_type}' Op passed string '{value}' "

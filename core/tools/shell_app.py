@@ -15,7 +15,10 @@ re-implementation of the part of absl.flags programs use, with absl's behaviour:
   after parsing and on every assignment ``FLAGS.name = value``;
 * reading a flag of an unparsed :class:`FlagValues` raises
   :class:`UnparsedFlagAccessError` -- except through ``tf.flags.FLAGS`` itself, which,
-  as TF's wrapper does, parses ``sys.argv`` on the first read instead.
+  as TF's wrapper does, parses ``sys.argv`` on the first read instead;
+* every module has key flags: those it defines and those it declares
+  (``declare_key_flag``, ``adopt_module_key_flags``); ``--helpshort`` lists the main
+  program's, ``--helpfull`` every module's, wrapped to the terminal as absl wraps them.
 
 :func:`run` is ``tf.app.run``: it parses ``argv`` (``sys.argv`` by default) with unknown
 flags left in place (TF's ``known_only=True``), calls ``main(remaining_argv)`` and exits
@@ -24,12 +27,18 @@ print the flags and exit with status 1, as absl's ``app.run`` does.
 """
 from __future__ import annotations
 
+import collections
 import csv
+import enum
+import inspect
 import io
 import logging
 import os
+import re
+import shutil
 import sys
 import textwrap
+import types
 import warnings
 from typing import Any, Callable, Iterable, Iterator, NoReturn, Sequence
 
@@ -45,7 +54,13 @@ __all__ = ["Error", "CantOpenFlagFileError", "DuplicateFlagError", "IllegalFlagV
            "DEFINE_multi_integer", "DEFINE_multi_float", "DEFINE_multi_enum",
            "register_validator", "validator", "register_multi_flags_validator",
            "multi_flags_validator", "mark_flag_as_required", "mark_flags_as_required",
-           "mark_flags_as_mutual_exclusive", "run", "API"]
+           "mark_flags_as_mutual_exclusive", "BaseListParser", "DEFINE_alias",
+           "DEFINE_enum_class", "DEFINE_multi_enum_class", "EnumClassFlag",
+           "EnumClassListSerializer", "EnumClassParser", "EnumClassSerializer",
+           "MultiEnumClassFlag", "adopt_module_key_flags", "declare_key_flag",
+           "disclaim_key_flags", "doc_to_help", "flag_dict_to_args", "get_help_width",
+           "mark_bool_flags_as_mutual_exclusive", "override_value", "set_default",
+           "text_wrap", "tf_decorator", "run", "API"]
 
 
 # =========================================================================================
@@ -237,8 +252,76 @@ class EnumParser(ArgumentParser):
         return "string enum"
 
 
+class EnumClassParser(ArgumentParser):
+    """A member of an :class:`enum.Enum` class, given as the member or its name (any
+    case unless ``case_sensitive``)."""
+
+    def __init__(self, enum_class: type[enum.Enum], case_sensitive: bool = True) -> None:
+        if not (isinstance(enum_class, type) and issubclass(enum_class, enum.Enum)):
+            raise TypeError(f"{enum_class} is not a subclass of Enum.")
+        if not enum_class.__members__:
+            raise ValueError(f'enum_class cannot be empty, but "{enum_class}" is empty.')
+        if not case_sensitive:
+            counts = collections.Counter(n.lower() for n in enum_class.__members__)
+            dups = {n for n, c in counts.items() if c > 1}
+            if dups:
+                raise ValueError(f"Duplicate enum values for {dups} using "
+                                 "case_sensitive=False")
+        self.enum_class = enum_class
+        self._case_sensitive = case_sensitive
+        self._member_names = tuple(n if case_sensitive else n.lower()
+                                   for n in enum_class.__members__)
+
+    @property
+    def member_names(self) -> Sequence[str]:
+        """The accepted names (lowercase unless case-sensitive)."""
+        return self._member_names
+
+    def parse(self, argument: Any) -> enum.Enum:
+        if isinstance(argument, self.enum_class):
+            return argument
+        if not isinstance(argument, str):
+            raise ValueError(f"{argument} is not an enum member or a name of a member in "
+                             f"{self.enum_class}")
+        key = EnumParser(self._member_names, self._case_sensitive).parse(argument)
+        return next(v for n, v in self.enum_class.__members__.items()
+                    if (n if self._case_sensitive else n.lower()) == key)
+
+    def flag_type(self) -> str:
+        return "enum class"
+
+
+class EnumClassSerializer(ArgumentSerializer):
+    """An enum member as its name (lowercased if ``lowercase``)."""
+
+    def __init__(self, lowercase: bool) -> None:
+        self._lowercase = lowercase
+
+    def serialize(self, value: Any) -> str:
+        name = str(value.name)
+        return name.lower() if self._lowercase else name
+
+
+class EnumClassListSerializer(ListSerializer):
+    """A list of enum members as their names joined by ``list_sep``."""
+
+    def __init__(self, list_sep: str, **kwargs: Any) -> None:
+        super().__init__(list_sep)
+        self._element_serializer = EnumClassSerializer(**kwargs)
+
+    def serialize(self, value: Any) -> str:
+        if isinstance(value, list):
+            return self.list_sep.join(self._element_serializer.serialize(x) for x in value)
+        return self._element_serializer.serialize(value)
+
+
 class BaseListParser(ArgumentParser):
-    def __init__(self, token: str | None = None, name: str = "comma") -> None:
+    """A list of strings split at ``token`` (whitespace if None); ``name`` describes
+    the separator in the help."""
+
+    def __init__(self, token: str | None = None, name: str | None = None) -> None:
+        if not name:
+            raise ValueError("BaseListParser needs the separator's name")
         self._token, self._name = token, name
         self.syntactic_help = f"a {name} separated list"
 
@@ -313,9 +396,21 @@ class Flag:
         self.allow_overwrite = allow_overwrite
         self.allow_using_method_names = allow_using_method_names
         self.using_default_value = True
-        self.value: Any = None
+        self._value: Any = None
         self.validators: list[_Validator] = []
+        if allow_hide_cpp and allow_override_cpp:
+            raise Error("Can't have both allow_hide_cpp (means use Python flag) and "
+                        "allow_override_cpp (means use C++ flag after InitGoogle)")
         self._set_default(default)
+
+    @property
+    def value(self) -> Any:
+        """The current value."""
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
 
     def __hash__(self) -> int:
         return id(self)
@@ -364,10 +459,13 @@ class Flag:
 
     def _set_default(self, value: Any) -> None:
         self.default_unparsed = value
-        self.default = None if value is None else self._parse(value)
+        self.default = None if value is None else self._parse_from_default(value)
         self.default_as_str = self._as_str(self.default)
         if self.using_default_value:
             self.value = self.default
+
+    def _parse_from_default(self, value: Any) -> Any:
+        return self._parse(value)
 
     def _as_str(self, value: Any) -> str | None:
         if value is None:
@@ -401,6 +499,19 @@ class EnumFlag(Flag):
         self.help = f"<{'|'.join(p.enum_values)}>: {self.help}"
 
 
+class EnumClassFlag(Flag):
+    """A flag whose value is a member of ``enum_class``, given by name on the command
+    line (any case unless ``case_sensitive``)."""
+
+    def __init__(self, name: str, default: Any, help: str | None,  # noqa: A002 - absl's
+                 enum_class: type[enum.Enum], short_name: str | None = None,
+                 case_sensitive: bool = False, **args: Any) -> None:
+        p = EnumClassParser(enum_class, case_sensitive=case_sensitive)
+        super().__init__(p, EnumClassSerializer(lowercase=not case_sensitive), name,
+                         default, help, short_name, **args)
+        self.help = f"<{'|'.join(p.member_names)}>: {self.help}"
+
+
 class MultiFlag(Flag):
     """A flag that may be repeated; its value is the list of every occurrence's value."""
 
@@ -430,6 +541,20 @@ class MultiFlag(Flag):
         return "multi " + self.parser.flag_type()
 
 
+class MultiEnumClassFlag(MultiFlag):
+    """A repeatable :class:`EnumClassFlag`: its value is a list of members."""
+
+    def __init__(self, name: str, default: Any, help_string: str | None,
+                 enum_class: type[enum.Enum], case_sensitive: bool = False,
+                 **args: Any) -> None:
+        p = EnumClassParser(enum_class, case_sensitive=case_sensitive)
+        super().__init__(p, EnumClassListSerializer(",", lowercase=not case_sensitive),
+                         name, default, help_string, **args)
+        self.help = (f"<{'|'.join(p.member_names)}>: "
+                     f"{help_string or '(no help available)'};\n"
+                     "    repeat this option to specify a list of values")
+
+
 # =========================================================================================
 # validators
 # =========================================================================================
@@ -452,6 +577,88 @@ class _Validator:
         if self.single:
             return f"flag --{self.names[0]}={fv[self.names[0]].value}"
         return "flags " + ", ".join(f"{n}={fv[n].value}" for n in self.names)
+
+
+# =========================================================================================
+# help-text helpers (absl.flags')
+# =========================================================================================
+def get_help_width() -> int:
+    """The width help text is wrapped to: the terminal's columns (``$COLUMNS`` first),
+    80 when there is no terminal."""
+    return shutil.get_terminal_size(fallback=(80, 1)).columns
+
+
+def text_wrap(text: str, length: int | None = None, indent: str = "",
+              firstline_indent: str | None = None) -> str:
+    """Wrap ``text`` to lines of at most ``length`` characters (``get_help_width()`` if
+    None), the first indented by ``firstline_indent`` (``indent`` if None), the others
+    by ``indent``. Each line of ``text`` is a paragraph, stripped and wrapped on its own;
+    blank lines stay (empty); tabs become 4 spaces.
+
+    Raises ValueError when an indent is not shorter than ``length``."""
+    length = get_help_width() if length is None else length
+    indent = "" if indent is None else indent
+    firstline_indent = indent if firstline_indent is None else firstline_indent
+    if len(indent) >= length:
+        raise ValueError("Length of indent exceeds length")
+    if len(firstline_indent) >= length:
+        raise ValueError("Length of first line indent exceeds length")
+    out: list[str] = []
+    wrapper = textwrap.TextWrapper(width=length, initial_indent=firstline_indent,
+                                   subsequent_indent=indent)
+    for paragraph in (p.strip() for p in text.expandtabs(4).splitlines()):
+        out.extend(wrapper.wrap(paragraph) if paragraph else [""])
+        wrapper = textwrap.TextWrapper(width=length, initial_indent=indent,
+                                       subsequent_indent=indent)
+    return "\n".join(out)
+
+
+def _trim_docstring(doc: str) -> str:
+    """PEP 257's docstring trimming: common indentation (first line aside) removed,
+    blank lines at both ends dropped."""
+    lines = doc.expandtabs().splitlines()
+    if not lines:
+        return ""
+    indents = [len(x) - len(x.lstrip()) for x in lines[1:] if x.strip()]
+    trimmed = [lines[0].strip()]
+    if indents:
+        trimmed += [x[min(indents):].rstrip() for x in lines[1:]]
+    while trimmed and not trimmed[-1]:
+        trimmed.pop()
+    while trimmed and not trimmed[0]:
+        trimmed.pop(0)
+    return "\n".join(trimmed)
+
+
+def doc_to_help(doc: str) -> str:
+    """A ``__doc__`` string as help text: trimmed like a docstring, whitespace-only lines
+    emptied, and single line breaks inside a paragraph joined with a space."""
+    doc = re.sub("^[ \t]+$", "", doc.strip(), flags=re.M)
+    return re.sub(r"(?<=\S)\n(?=\S)", " ", _trim_docstring(doc), flags=re.M)
+
+
+def flag_dict_to_args(flag_map: dict[str, Any],
+                      multi_flags: set[str] | None = None) -> Iterator[str]:
+    """Yield command-line arguments for ``{name: value}``: ``--name`` for None and True,
+    ``--noname`` for False, ``--name=value`` for strings, ``--name=a,b`` for other
+    iterables (``--name=a --name=b`` for names in ``multi_flags``), ``--name=str(value)``
+    for anything else."""
+    for key, value in flag_map.items():
+        if value is None or value is True:
+            yield f"--{key}"
+        elif value is False:
+            yield f"--no{key}"
+        elif isinstance(value, (bytes, str)):
+            yield f"--{key}={value}"
+        else:
+            try:
+                if multi_flags and key in multi_flags:
+                    for item in value:
+                        yield f"--{key}={item}"
+                else:
+                    yield f"--{key}={','.join(str(item) for item in value)}"
+            except TypeError:
+                yield f"--{key}={value}"
 
 
 # =========================================================================================
@@ -479,17 +686,30 @@ def _suggestions(attempt: str, names: list[str]) -> list[str]:
     return [n for e, n in dist if e == least]
 
 
+#: ids of the globals of modules that called :func:`disclaim_key_flags` (and this one's):
+#: flags are never attributed to them
+_DISCLAIMED: set[int] = {id(globals())}
+
+
+def _module_key(module: Any) -> str:
+    """The name flags are registered under: a module's ``__name__``, ``sys.argv[0]``
+    for ``__main__``."""
+    name = module if isinstance(module, str) else module.__name__
+    if name == "__main__":
+        return sys.argv[0] if sys.argv and sys.argv[0] else "__main__"
+    return name
+
+
 def _calling_module() -> tuple[str, int]:
-    """The name and id of the first module up the stack that is not this one."""
+    """The name and id of the first module up the stack that is in ``sys.modules`` and
+    is neither this one nor one that disclaimed key flags (absl's rule)."""
     f = sys._getframe(1)  # walk out of this module's own frames
-    while f is not None and f.f_globals.get("__name__") == __name__:
+    while f is not None and (id(f.f_globals) in _DISCLAIMED
+                             or f.f_globals.get("__name__") not in sys.modules):
         f = f.f_back
     if f is None:
         return "<unknown>", 0
-    name = f.f_globals.get("__name__", "<unknown>")
-    if name == "__main__":
-        name = sys.argv[0] if sys.argv and sys.argv[0] else "__main__"
-    return name, id(f.f_globals)
+    return _module_key(f.f_globals.get("__name__", "<unknown>")), id(f.f_globals)
 
 
 class FlagValues:
@@ -501,6 +721,7 @@ class FlagValues:
         d = self.__dict__
         d["__flags"] = {}
         d["__flags_by_module"] = {}
+        d["__key_flags_by_module"] = {}
         d["__module_ids"] = {}
         d["__flags_parsed"] = False
         d["__use_gnu_getopt"] = True
@@ -521,6 +742,28 @@ class FlagValues:
 
     def register_flag_by_module(self, module_name: str, flag: Flag) -> None:
         self.flags_by_module_dict().setdefault(module_name, []).append(flag)
+
+    def key_flags_by_module_dict(self) -> dict[str, list[Flag]]:
+        """Module name -> the flags declared key to it (besides those it defines)."""
+        return self.__dict__["__key_flags_by_module"]
+
+    def register_key_flag_for_module(self, module_name: str, flag: Flag) -> None:
+        """Make ``flag`` a key flag of ``module_name`` (listed by its ``--helpshort``)."""
+        key_flags = self.key_flags_by_module_dict().setdefault(module_name, [])
+        if flag not in key_flags:
+            key_flags.append(flag)
+
+    def get_flags_for_module(self, module: Any) -> list[Flag]:
+        """The flags ``module`` (a module or its name) defined, as a new list."""
+        return list(self.flags_by_module_dict().get(_module_key(module), []))
+
+    def get_key_flags_for_module(self, module: Any) -> list[Flag]:
+        """The flags ``module`` defined, then those declared key to it."""
+        key_flags = self.get_flags_for_module(module)
+        for flag in self.key_flags_by_module_dict().get(_module_key(module), []):
+            if flag not in key_flags:
+                key_flags.append(flag)
+        return key_flags
 
     def find_module_defining_flag(self, flagname: str, default: Any = None) -> Any:
         flag = self._flags().get(flagname)
@@ -590,7 +833,8 @@ class FlagValues:
             raise AttributeError(flag_name)
         flag = fl.pop(flag_name)
         if flag not in fl.values():
-            for flags in self.flags_by_module_dict().values():
+            for flags in (*self.flags_by_module_dict().values(),
+                          *self.key_flags_by_module_dict().values()):
                 flags[:] = [f for f in flags if f is not flag]
             self.__dict__["__module_ids"].pop(flag_name, None)
 
@@ -797,40 +1041,67 @@ class FlagValues:
         self.__dict__["__flags_parsed"] = False
 
     # -- help and serialisation -------------------------------------------------------------
-    def _render(self, flags: Iterable[Flag]) -> list[str]:
-        out, seen = [], set()
+    def _render_flag_list(self, flags: Iterable[Flag], out: list[str],
+                          prefix: str = "  ") -> None:
+        """Append each flag's wrapped help (sorted by name, once each, skipping flags
+        no longer registered under their name) to ``out``."""
+        fl, special, seen = self._flags(), _SPECIAL_FLAGS._flags(), set()
         for flag in sorted(flags, key=lambda f: f.name):
-            if id(flag) in seen:
+            if (fl.get(flag.name) is not flag and special.get(flag.name) is not flag) \
+                    or id(flag) in seen:
                 continue
             seen.add(id(flag))
             head = (f"-{flag.short_name}," if flag.short_name else "") + \
                 (f"--[no]{flag.name}:" if flag.boolean else f"--{flag.name}:")
-            text = f"{head} {flag.help}"
+            text = text_wrap(f"{head} {flag.help}" if flag.help else f"{head} ",
+                             indent=prefix + "  ", firstline_indent=prefix)
             if flag.default_as_str:
-                text += f"\n(default: {flag.default_as_str})"
+                text += "\n" + text_wrap(f"(default: {flag.default_as_str})",
+                                         indent=prefix + "  ")
             if flag.parser.syntactic_help:
-                text += f"\n({flag.parser.syntactic_help})"
-            lines = text.split("\n")
-            out.append("  " + lines[0])
-            out.extend(textwrap.indent(x.strip(), "    ") for x in lines[1:])
-        return out
+                text += "\n" + text_wrap(f"({flag.parser.syntactic_help})",
+                                         indent=prefix + "  ")
+            out.append(text)
+
+    def _render_module_flags(self, module: Any, flags: Iterable[Flag], out: list[str],
+                             prefix: str = "") -> None:
+        out.append(f"\n{prefix}{module if isinstance(module, str) else module.__name__}:")
+        self._render_flag_list(flags, out, prefix + "  ")
 
     def get_help(self, prefix: str = "", include_special_flags: bool = True) -> str:
-        """Every flag with its help, grouped by the module that defined it."""
-        out = []
-        for module in sorted(self.flags_by_module_dict()):
-            flags = [f for f in self.flags_by_module_dict()[module]
-                     if include_special_flags or module != __name__]
+        """Every flag with its help, grouped by defining module (the main program's
+        first), then ``--flagfile`` and ``--undefok`` unless not
+        ``include_special_flags``."""
+        out: list[str] = []
+        by_module = self.flags_by_module_dict()
+        special = list(_SPECIAL_FLAGS._flags().values()) if include_special_flags else []
+        if not by_module:
+            self._render_flag_list(list(self._flags().values()) + special, out, prefix)
+            return "\n".join(out)
+        modules = sorted(by_module)
+        main = _module_key("__main__")
+        if main in modules:
+            modules.remove(main)
+            modules.insert(0, main)
+        for module in modules:
+            flags = self.get_flags_for_module(module)
             if flags:
-                out.append(f"\n{prefix}{module}:")
-                out.extend(prefix + line for line in self._render(flags))
+                self._render_module_flags(module, flags, out, prefix)
+        if special:
+            self._render_module_flags("absl.flags", special, out, prefix)
+        return "\n".join(out)
+
+    def module_help(self, module: Any) -> str:
+        """The help of ``module``'s key flags (those it defines or declared key)."""
+        out: list[str] = []
+        key_flags = self.get_key_flags_for_module(module)
+        if key_flags:
+            self._render_module_flags(module, key_flags, out)
         return "\n".join(out)
 
     def main_module_help(self) -> str:
-        """The help of the flags defined by the main program."""
-        main = sys.argv[0] if sys.argv and sys.argv[0] else "__main__"
-        flags = self.flags_by_module_dict().get(main, [])
-        return "\n".join([f"\n{main}:", *self._render(flags)]) if flags else ""
+        """The help of the main program's key flags (what ``--helpshort`` prints)."""
+        return self.module_help(_module_key("__main__"))
 
     def __str__(self) -> str:
         return self.get_help()
@@ -903,6 +1174,16 @@ class _FlagValuesWrapper:
 
 
 _FLAGS = FlagValues()
+#: absl's special flags, handled by the parser itself and listed last in the help
+_SPECIAL_FLAGS = FlagValues()
+for _name, _help in (
+        ("flagfile", "Insert flag definitions from the given file into the command line."),
+        ("undefok", "comma-separated list of flag names that it is okay to specify on the "
+         "command line even if the program does not define a flag with that name.  "
+         "IMPORTANT: flags in this list that have arguments MUST use the --flag=value "
+         "format.")):
+    _SPECIAL_FLAGS[_name] = Flag(ArgumentParser(), ArgumentSerializer(), _name, "", _help)
+    _SPECIAL_FLAGS.register_flag_by_module("absl.flags", _SPECIAL_FLAGS[_name])
 #: the program's flags (``tf.flags.FLAGS``, ``tf.app.flags.FLAGS``)
 FLAGS: Any = _FlagValuesWrapper(_FLAGS)
 
@@ -915,10 +1196,26 @@ def _unwrap(fv: Any) -> FlagValues:
 # DEFINE_*
 # =========================================================================================
 class FlagHolder:
-    """What ``DEFINE_*`` returns: a handle on one flag (``.value`` reads it)."""
+    """What ``DEFINE_*`` returns: a handle on one flag (``.value`` reads it). With
+    ``ensure_non_none_value`` (a non-None default, or required), reading None raises
+    IllegalFlagValueError."""
 
-    def __init__(self, flag_values: FlagValues, flag: Flag) -> None:
+    def __init__(self, flag_values: FlagValues, flag: Flag,
+                 ensure_non_none_value: bool = False) -> None:
         self._flagvalues, self._name = flag_values, flag.name
+        self._ensure_non_none_value = ensure_non_none_value
+
+    def __eq__(self, other: object) -> NoReturn:
+        a, b = type(self).__name__, type(other).__name__
+        raise TypeError(f"unsupported operand type(s) for ==: '{a}' and '{b}' (did you "
+                        f"mean to use '{a}.value' instead?)")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> NoReturn:
+        a = type(self).__name__
+        raise TypeError(f"bool() not supported for instances of type '{a}' (did you mean "
+                        f"to use '{a}.value' instead?)")
 
     @property
     def name(self) -> str:
@@ -926,7 +1223,10 @@ class FlagHolder:
 
     @property
     def value(self) -> Any:
-        return getattr(self._flagvalues, self._name)
+        val = getattr(self._flagvalues, self._name)
+        if self._ensure_non_none_value and val is None:
+            raise IllegalFlagValueError(f"Unexpected None value for flag {self._name}")
+        return val
 
     @property
     def default(self) -> Any:
@@ -943,13 +1243,15 @@ class FlagHolder:
 def DEFINE_flag(flag: Flag, flag_values: Any = _FLAGS,  # noqa: N802 - absl's name
                 module_name: str | None = None, required: bool = False) -> FlagHolder:
     """Register a :class:`Flag` object on ``flag_values``."""
+    if required and flag.default is not None:
+        raise ValueError(f"Required flag --{flag.name} needs to have None as default")
     fv = _unwrap(flag_values)
     fv[flag.name] = flag
     if flag in fv.__dict__["__flags"].values():
         fv.register_flag_by_module(module_name or _calling_module()[0], flag)
     if required:
         mark_flag_as_required(flag.name, fv)
-    return FlagHolder(fv, flag)
+    return FlagHolder(fv, flag, flag.default is not None or required)
 
 
 def DEFINE(parser: ArgumentParser, name: str, default: Any, help: str | None,  # noqa: N802,A002
@@ -1107,16 +1409,152 @@ def DEFINE_multi_enum(name: str, default: Any, enum_values: Iterable[str],  # no
                         name, default, help, flag_values, **args)
 
 
-def register_validator(flag_name: str, checker: Callable[[Any], bool],
+def DEFINE_enum_class(name: str, default: Any, enum_class: type[enum.Enum],  # noqa: N802
+                      help: str | None, flag_values: Any = _FLAGS,  # noqa: A002 - absl's
+                      module_name: str | None = None, case_sensitive: bool = False,
+                      required: bool = False, **args: Any) -> FlagHolder:
+    """A flag whose value is a member of ``enum_class``, named on the command line
+    (case-insensitively unless ``case_sensitive``)."""
+    return DEFINE_flag(EnumClassFlag(name, default, help, enum_class,
+                                     case_sensitive=case_sensitive, **args),
+                       flag_values, module_name, required=required)
+
+
+def DEFINE_multi_enum_class(name: str, default: Any,  # noqa: N802 - absl's name
+                            enum_class: type[enum.Enum], help: str | None,  # noqa: A002
+                            flag_values: Any = _FLAGS, module_name: str | None = None,
+                            case_sensitive: bool = False, required: bool = False,
+                            **args: Any) -> FlagHolder:
+    """A repeatable enum-class flag: its value is the list of members given."""
+    return DEFINE_flag(MultiEnumClassFlag(name, default, help, enum_class,
+                                          case_sensitive=case_sensitive, **args),
+                       flag_values, module_name, required=required)
+
+
+class _FlagAlias(Flag):
+    """Another name for a flag: parsing it parses the original, and its value is the
+    original's."""
+
+    def __init__(self, original: Flag, name: str) -> None:
+        self._original = original
+        super().__init__(original.parser, original.serializer, name, original.default,
+                         f"Alias for --{original.name}.", boolean=original.boolean)
+
+    def parse(self, argument: Any) -> None:
+        self._original.parse(argument)
+        self.present += 1
+
+    def _parse_from_default(self, value: Any) -> Any:
+        return value  # the original's default, parsed already
+
+    @property
+    def value(self) -> Any:
+        return self._original.value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        if "_original" in self.__dict__:
+            self._original.value = value
+
+
+def DEFINE_alias(name: str, original_name: str,  # noqa: N802 - absl's name
+                 flag_values: Any = _FLAGS, module_name: str | None = None) -> FlagHolder:
+    """Define ``name`` as another name for the flag ``original_name``."""
+    fv = _unwrap(flag_values)
+    if original_name not in fv:
+        raise UnrecognizedFlagError(original_name)
+    return DEFINE_flag(_FlagAlias(fv[original_name], name), fv, module_name)
+
+
+def set_default(flag_holder: FlagHolder, value: Any) -> None:
+    """Change the default of the flag ``flag_holder`` refers to (and its value, when it
+    still has the default); IllegalFlagValueError when the value is not valid."""
+    flag_holder._flagvalues.set_default(flag_holder.name, value)
+
+
+def override_value(flag_holder: FlagHolder, value: Any) -> None:
+    """Set the flag's value (over the default and the command line), which must be of
+    the flag's type already (a value its parser returns unchanged) and pass its
+    validators; IllegalFlagValueError otherwise."""
+    fv = flag_holder._flagvalues
+    parsed = fv[flag_holder.name]._parse(value)
+    if parsed != value:
+        raise IllegalFlagValueError(f"flag {flag_holder.name}: parsed value {parsed!r} "
+                                    f"not equal to original {value!r}")
+    setattr(fv, flag_holder.name, value)
+
+
+def _flag_ref(ref: str | FlagHolder, flag_values: Any) -> tuple[str, FlagValues]:
+    """A flag name or holder as (name, the FlagValues it is defined on)."""
+    if isinstance(ref, FlagHolder):
+        if _unwrap(flag_values) is not _FLAGS and \
+                _unwrap(flag_values) is not ref._flagvalues:
+            raise ValueError("flag_values must not be customized when operating on a "
+                             "FlagHolder")
+        return ref.name, ref._flagvalues
+    return ref, _unwrap(flag_values)
+
+
+def _flag_refs(refs: Sequence[str | FlagHolder], flag_values: Any
+               ) -> tuple[list[str], FlagValues]:
+    """Names or holders as (names, their one FlagValues)."""
+    fv, names = None, []
+    for ref in refs:
+        new = ref._flagvalues if isinstance(ref, FlagHolder) else _unwrap(flag_values)
+        if fv is not None and fv is not new:
+            raise ValueError("multiple FlagValues instances used in invocation. "
+                             "FlagHolders must be registered to the same FlagValues "
+                             "instance as do flag names, if provided.")
+        fv = new
+        names.append(ref.name if isinstance(ref, FlagHolder) else ref)
+    if fv is None:
+        raise ValueError("flag_refs argument must not be empty")
+    return names, fv
+
+
+def declare_key_flag(flag_name: str | FlagHolder, flag_values: Any = _FLAGS) -> None:
+    """Make a defined flag (or ``flagfile`` / ``undefok``) a key flag of the calling
+    module: ``--helpshort`` of that module lists it. ValueError if it is not defined."""
+    name, fv = _flag_ref(flag_name, flag_values)
+    module = _calling_module()[0]
+    if name in _SPECIAL_FLAGS:
+        fv.register_key_flag_for_module(module, _SPECIAL_FLAGS[name])
+    elif name in fv:
+        fv.register_key_flag_for_module(module, fv[name])
+    else:
+        raise ValueError(f"Flag --{name} is undefined. To set a flag as a key flag first "
+                         "define it in Python.")
+
+
+def adopt_module_key_flags(module: Any, flag_values: Any = _FLAGS) -> None:
+    """Make every key flag of ``module`` (a module object) a key flag of the calling
+    module; for the flags module itself, ``flagfile`` and ``undefok``."""
+    if not isinstance(module, types.ModuleType):
+        raise Error(f"Expected a module object, not {module!r}.")
+    fv, caller = _unwrap(flag_values), _calling_module()[0]
+    for flag in fv.get_key_flags_for_module(module.__name__):
+        fv.register_key_flag_for_module(caller, fv[flag.name])
+    if module is sys.modules[__name__]:
+        for name in _SPECIAL_FLAGS:
+            fv.register_key_flag_for_module(caller, _SPECIAL_FLAGS[name])
+
+
+def disclaim_key_flags() -> None:
+    """From now on, flags defined from the calling module (typically one that wraps
+    ``DEFINE_*``) belong to the module that called it."""
+    _DISCLAIMED.add(id(sys._getframe(1).f_globals))  # the caller's module
+
+
+def register_validator(flag_name: str | FlagHolder, checker: Callable[[Any], bool],
                        message: str = "Flag validation failed",
                        flag_values: Any = _FLAGS) -> None:
     """Check ``checker(value)`` after each parse and assignment of the flag (False, or
     a raised ValidationError, fails with IllegalFlagValueError)."""
-    fv = _unwrap(flag_values)
-    fv[flag_name].validators.append(_Validator([flag_name], checker, message, True))
+    name, fv = _flag_ref(flag_name, flag_values)
+    fv[name].validators.append(_Validator([name], checker, message, True))
 
 
-def validator(flag_name: str, message: str = "Flag validation failed",
+def validator(flag_name: str | FlagHolder, message: str = "Flag validation failed",
               flag_values: Any = _FLAGS) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_validator`."""
     def decorate(fn: Callable) -> Callable:
@@ -1125,18 +1563,19 @@ def validator(flag_name: str, message: str = "Flag validation failed",
     return decorate
 
 
-def register_multi_flags_validator(flag_names: Sequence[str],
+def register_multi_flags_validator(flag_names: Sequence[str | FlagHolder],
                                    multi_flags_checker: Callable[[dict], bool],
                                    message: str = "Flags validation failed",
                                    flag_values: Any = _FLAGS) -> None:
     """Check ``checker({name: value})`` over several flags."""
-    fv = _unwrap(flag_values)
-    v = _Validator(list(flag_names), multi_flags_checker, message, False)
-    for n in flag_names:
+    names, fv = _flag_refs(flag_names, flag_values)
+    v = _Validator(names, multi_flags_checker, message, False)
+    for n in names:
         fv[n].validators.append(v)
 
 
-def multi_flags_validator(flag_names: Sequence[str], message: str = "Flag validation failed",
+def multi_flags_validator(flag_names: Sequence[str | FlagHolder],
+                          message: str = "Flag validation failed",
                           flag_values: Any = _FLAGS) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_multi_flags_validator`."""
     def decorate(fn: Callable) -> Callable:
@@ -1145,33 +1584,60 @@ def multi_flags_validator(flag_names: Sequence[str], message: str = "Flag valida
     return decorate
 
 
-def mark_flag_as_required(flag_name: str, flag_values: Any = _FLAGS) -> None:
+def mark_flag_as_required(flag_name: str | FlagHolder, flag_values: Any = _FLAGS) -> None:
     """Fail the parse unless the flag ends up with a value other than None."""
-    fv = _unwrap(flag_values)
-    if fv[flag_name].default is not None:
-        warnings.warn(f"Flag --{flag_name} has a non-None default value; therefore, "
+    name, fv = _flag_ref(flag_name, flag_values)
+    if fv[name].default is not None:
+        warnings.warn(f"Flag --{name} has a non-None default value; therefore, "
                       "mark_flag_as_required will pass even if flag is not specified in "
                       "the command line!", stacklevel=2)
-    register_validator(flag_name, lambda value: value is not None,
-                       f"Flag --{flag_name} must have a value other than None.", fv)
+    register_validator(name, lambda value: value is not None,
+                       f"Flag --{name} must have a value other than None.", fv)
 
 
-def mark_flags_as_required(flag_names: Sequence[str], flag_values: Any = _FLAGS) -> None:
+def mark_flags_as_required(flag_names: Sequence[str | FlagHolder],
+                           flag_values: Any = _FLAGS) -> None:
     for name in flag_names:
         mark_flag_as_required(name, flag_values)
 
 
-def mark_flags_as_mutual_exclusive(flag_names: Sequence[str], required: bool = False,
-                                   flag_values: Any = _FLAGS) -> None:
-    """At most one (exactly one if ``required``) of the flags may be other than None."""
+def _mutual_exclusion(flag_names: Sequence[str | FlagHolder], required: bool,
+                      flag_values: Any, count: Callable[[Any], bool], what: str) -> None:
+    names, fv = _flag_refs(flag_names, flag_values)
+
     def checker(values: dict) -> bool:
-        count = sum(1 for v in values.values() if v is not None)
-        if count > 1 or (required and count == 0):
-            raise ValidationError(
-                f"{'Exactly' if required else 'At most'} one of "
-                f"({', '.join(flag_names)}) must have a value other than None.")
-        return True
-    register_multi_flags_validator(flag_names, checker, flag_values=flag_values)
+        n = sum(1 for v in values.values() if count(v))
+        if n == 1 or (not required and n == 0):
+            return True
+        raise ValidationError(f"{'Exactly' if required else 'At most'} one of "
+                              f"({', '.join(names)}) must {what}.")
+    register_multi_flags_validator(names, checker, flag_values=fv)
+
+
+def mark_flags_as_mutual_exclusive(flag_names: Sequence[str | FlagHolder],
+                                   required: bool = False, flag_values: Any = _FLAGS) -> None:
+    """At most one (exactly one if ``required``) of the flags may be other than None."""
+    names, fv = _flag_refs(flag_names, flag_values)
+    for name in names:
+        if fv[name].default is not None:
+            warnings.warn(f"Flag --{name} has a non-None default value. That does not make "
+                          "sense with mark_flags_as_mutual_exclusive, which checks whether "
+                          "the listed flags have a value other than None.", stacklevel=2)
+    _mutual_exclusion(flag_names, required, flag_values, lambda v: v is not None,
+                      "have a value other than None")
+
+
+def mark_bool_flags_as_mutual_exclusive(flag_names: Sequence[str | FlagHolder],
+                                        required: bool = False,
+                                        flag_values: Any = _FLAGS) -> None:
+    """At most one (exactly one if ``required``) of the boolean flags may be True;
+    ValidationError if one of them is not boolean."""
+    names, fv = _flag_refs(flag_names, flag_values)
+    for name in names:
+        if not fv[name].boolean:
+            raise ValidationError(f"Flag --{name} is not Boolean, which is required for "
+                                  "flags used in mark_bool_flags_as_mutual_exclusive.")
+    _mutual_exclusion(flag_names, required, flag_values, bool, "be True")
 
 
 # =========================================================================================
@@ -1195,8 +1661,17 @@ class _HelpFlag(BooleanFlag):
 
 
 def _usage(full: bool) -> None:
-    doc = getattr(sys.modules.get("__main__"), "__doc__", None) or \
-        f"\nUSAGE: {sys.argv[0] if sys.argv else ''} [flags]\n"
+    """absl's usage text on stdout: the main module's docstring (each ``%s`` the
+    program's name) or a USAGE line, then the flags."""
+    prog = sys.argv[0] if sys.argv else ""
+    doc = getattr(sys.modules.get("__main__"), "__doc__", None)
+    if not doc:
+        doc = text_wrap(f"\nUSAGE: {prog} [flags]\n", indent="       ", firstline_indent="")
+    else:
+        try:
+            doc %= (prog,) * (doc.count("%") - 2 * doc.count("%%"))
+        except (OverflowError, TypeError, ValueError):
+            pass  # shown as it is
     text = _FLAGS.get_help() if full else _FLAGS.main_module_help()
     sys.stdout.write(doc + ("\nflags:\n" + text if text else "") + "\n")
 
@@ -1218,6 +1693,136 @@ def run(main: Callable[[list[str]], Any] | None = None,
     args = _FLAGS(sys.argv if argv is None else argv, known_only=True)
     sys.exit(main(args))
 
+
+# =========================================================================================
+# tf.flags.tf_decorator (TF's tensorflow.python.util.tf_decorator, which tf.flags exports)
+# =========================================================================================
+class TFDecorator:
+    """What :func:`make_decorator` attaches to a wrapper as ``_tf_decorator``: the
+    decorator's name and doc and the callable it wraps (``decorated_target``)."""
+
+    def __init__(self, decorator_name: str, target: Any, decorator_doc: str = "",
+                 decorator_argspec: Any = None) -> None:
+        self._decorated_target = target
+        self._decorator_name = decorator_name
+        self._decorator_doc = decorator_doc
+        self._decorator_argspec = decorator_argspec
+        for attr in ("__name__", "__qualname__"):
+            if hasattr(target, attr):
+                setattr(self, attr, getattr(target, attr))
+        self.__doc__ = decorator_doc or getattr(target, "__doc__", None) or ""
+        if decorator_argspec:
+            self.__signature__ = _fullargspec_to_signature(decorator_argspec)
+        elif callable(target):
+            try:
+                self.__signature__ = inspect.signature(target)
+            except (TypeError, ValueError):
+                pass
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        return self._decorated_target.__get__(instance, owner)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._decorated_target(*args, **kwargs)
+
+    @property
+    def decorated_target(self) -> Any:
+        return self._decorated_target
+
+    @decorated_target.setter
+    def decorated_target(self, target: Any) -> None:
+        self._decorated_target = target
+
+    @property
+    def decorator_name(self) -> str:
+        return self._decorator_name
+
+    @property
+    def decorator_doc(self) -> str:
+        return self._decorator_doc
+
+    @property
+    def decorator_argspec(self) -> Any:
+        return self._decorator_argspec
+
+
+def _fullargspec_to_signature(spec: inspect.FullArgSpec) -> inspect.Signature:
+    """An ``inspect.FullArgSpec`` as the equivalent ``inspect.Signature``."""
+    P = inspect.Parameter
+    defaults = dict(spec.kwonlydefaults or {})
+    if spec.defaults:
+        defaults.update(zip(spec.args[-len(spec.defaults):], spec.defaults))
+    params = [P(a, P.POSITIONAL_OR_KEYWORD, default=defaults.get(a, P.empty))
+              for a in spec.args]
+    if spec.varargs is not None:
+        params.append(P(spec.varargs, P.VAR_POSITIONAL))
+    params += [P(a, P.KEYWORD_ONLY, default=defaults.get(a, P.empty))
+               for a in spec.kwonlyargs]
+    if spec.varkw is not None:
+        params.append(P(spec.varkw, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def _has_tf_decorator(obj: Any) -> bool:
+    return isinstance(getattr(obj, "_tf_decorator", None), TFDecorator)
+
+
+def unwrap(maybe_tf_decorator: Any) -> tuple[list[TFDecorator], Any]:
+    """``([TFDecorator, ...] outermost first, the innermost undecorated target)``."""
+    decorators, cur = [], maybe_tf_decorator
+    while True:
+        if isinstance(cur, TFDecorator):
+            decorators.append(cur)
+        elif _has_tf_decorator(cur):
+            decorators.append(cur._tf_decorator)
+        else:
+            break
+        cur = decorators[-1].decorated_target
+    return decorators, cur
+
+
+def make_decorator(target: Any, decorator_func: Any, decorator_name: str | None = None,
+                   decorator_doc: str = "", decorator_argspec: Any = None) -> Any:
+    """Give the wrapper ``decorator_func`` the identity of ``target`` (name, qualname,
+    module, attributes, doc, signature, ``__wrapped__``) and a ``_tf_decorator``
+    recording both; returns ``decorator_func``. ``decorator_name`` defaults to the
+    name of the function that called this one."""
+    if decorator_name is None:
+        decorator_name = sys._getframe(1).f_code.co_name  # the calling function's name
+    decorator = TFDecorator(decorator_name, target, decorator_doc, decorator_argspec)
+    decorator_func._tf_decorator = decorator
+    for attr in ("__name__", "__qualname__", "__module__"):
+        if hasattr(target, attr):
+            setattr(decorator_func, attr, getattr(target, attr))
+    for name, value in getattr(target, "__dict__", {}).items():
+        decorator_func.__dict__.setdefault(name, value)
+    if hasattr(target, "__doc__"):
+        decorator_func.__doc__ = decorator.__doc__
+    decorator_func.__wrapped__ = target
+    decorator_func.__original_wrapped__ = target
+    if decorator_argspec:
+        decorator_func.__signature__ = _fullargspec_to_signature(decorator_argspec)
+    elif callable(target):
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):
+            return decorator_func
+        bound = next((d.decorated_target.__self__ for d in unwrap(target)[0]
+                      if inspect.ismethod(d.decorated_target)), None)
+        if bound is not None and "self" in signature.parameters:
+            signature = inspect.Signature(list(signature.parameters.values())[1:])
+            decorator_func.__self__ = bound
+        decorator_func.__signature__ = signature
+    return decorator_func
+
+
+#: ``tf.flags.tf_decorator``: TF's flags module exports its tf_decorator import
+tf_decorator = types.ModuleType("tf_decorator", "TF's decorator helpers: make_decorator "
+                                "and unwrap (and the TFDecorator they use).")
+tf_decorator.TFDecorator = TFDecorator
+tf_decorator.make_decorator = make_decorator
+tf_decorator.unwrap = unwrap
+tf_decorator.fullargspec_to_signature = _fullargspec_to_signature
 
 #: published as ``tf.app.*``, ``tf.flags.*`` and ``tf.app.flags.*``
 _FLAG_NAMES = [n for n in __all__ if n not in ("run", "API")]

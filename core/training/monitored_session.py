@@ -10,9 +10,13 @@ A :class:`MonitoredSession` wraps a session with
 - *threads*: queue runners are started with a :class:`~flowrt.coordinator.Coordinator`;
 - *recovery*: when a step fails with ``AbortedError`` or ``UnavailableError`` (a
   parameter server or worker died or restarted), the session is closed and created
-  again -- which restores the latest checkpoint on the chief -- and the step is retried.
+  again -- which restores the latest checkpoint on the chief -- and the step is retried;
+- *summaries*: :class:`SummarySaverHook`, :class:`StepCounterHook` and
+  :class:`CheckpointSaverHook` write to the ``FileWriterCache`` writer of their
+  directory, as TF's do; closing the session flushes those writers, closes them and
+  drops them from the cache (a later session in the same directory starts a new file).
 
-TF 1.15 semantics throughout; summaries are not written (StepCounterHook logs its rate).
+TF 1.15 semantics throughout.
 """
 from __future__ import annotations
 
@@ -26,13 +30,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base import errors
+from ..framework.events import FileWriterCache
 from ..framework.graph import (GraphKeys, add_to_collection, api_function, get_collection,
                                get_default_graph)
+from ..plugin.runtime import require_api
+from ..proto import event_pb2, summary_pb2
 from .coordinator import Coordinator, start_queue_runners
-from ..framework.graph_def import graph_to_graph_def
 from . import variables as _vars
 from ..framework.session import Session
-from .saver import get_checkpoint_state
+from .graph_io import write_graph
+from .saver import export_meta_graph, get_checkpoint_state
 
 __all__ = [
     "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
@@ -41,8 +48,12 @@ __all__ = [
     "MonitoredTrainingSession", "SecondOrStepTimer", "StopAtStepHook",
     "CheckpointSaverHook", "CheckpointSaverListener", "NanTensorHook",
     "NanLossDuringTrainingError", "LoggingTensorHook", "StepCounterHook",
-    "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "USE_DEFAULT",
+    "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "SummarySaverHook", "USE_DEFAULT",
 ]
+
+#: op API functions called here besides the framework's (``Scaffold``'s summary op)
+REQUIRED_API_NAMES = frozenset({"summary.merge_all"})
+require_api(REQUIRED_API_NAMES)
 
 _log = logging.getLogger("flowrt")
 
@@ -54,6 +65,34 @@ USE_DEFAULT = object()
 
 def _global_step(graph: Any = None) -> Any:
     return api_function("train.get_global_step")(graph)
+
+
+def _writer_of(hook: Any, output_dir: str | None) -> None:
+    """Set ``hook._summary_writer``: the writer it was given, else the cached writer of
+    ``output_dir`` (remembered in ``hook._cached_dir``: the session closes it)."""
+    hook._summary_writer, hook._cached_dir = hook._own_writer, None
+    if hook._own_writer is None and output_dir:
+        hook._summary_writer = FileWriterCache.get(output_dir)
+        hook._cached_dir = output_dir
+
+
+def _release_writers(hooks: Sequence[Any]) -> None:
+    """Flush the summary writers of ``hooks``; close those taken from ``FileWriterCache``
+    and drop them from it, so no writer thread or file outlives the session."""
+    writers: dict[int, tuple[Any, str | None]] = {}
+    for h in hooks:
+        w = getattr(h, "_summary_writer", None)
+        if w is not None:
+            cached = getattr(h, "_cached_dir", None)
+            writers[id(w)] = (w, cached or writers.get(id(w), (w, None))[1])
+    for w, cached in writers.values():
+        try:
+            if cached is None:
+                w.flush()
+                continue
+            FileWriterCache.discard(cached, w)
+        except Exception as e:  # noqa: BLE001 - closing must not hide the session's end
+            _log.info("Ignored exception while closing a summary writer: %s", e)
 
 
 # -- hooks ----------------------------------------------------------------------------
@@ -238,8 +277,10 @@ class CheckpointSaverHook(SessionRunHook):
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
         self._save_graph_def = save_graph_def
+        self._own_writer = None
 
     def begin(self) -> None:
+        _writer_of(self, self._checkpoint_dir)
         self._global_step_tensor = _global_step()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use CheckpointSaverHook.")
@@ -248,14 +289,16 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_create_session(self, session: Any, coord: Coordinator) -> None:
         global_step = int(session.run(self._global_step_tensor))
+        graph = session.graph
         if self._save_graph_def:
-            os.makedirs(self._checkpoint_dir, exist_ok=True)
-
-            path = os.path.join(self._checkpoint_dir, "graph.pbtxt")
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(str(graph_to_graph_def(session.graph)))
-            os.replace(tmp, path)
+            write_graph(graph.as_graph_def(add_shapes=True), self._checkpoint_dir,
+                        "graph.pbtxt")
+        saver = self._get_saver()
+        # what TensorBoard shows: the graph, and the meta graph with the saver
+        self._summary_writer.add_graph(graph)
+        self._summary_writer.add_meta_graph(export_meta_graph(
+            graph_def=graph.as_graph_def(add_shapes=True), graph=graph,
+            saver_def=getattr(saver, "saver_def", None) if saver else None))
         self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
 
@@ -284,6 +327,8 @@ class CheckpointSaverHook(SessionRunHook):
             ls.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step,
                                write_meta_graph=self._save_graph_def)
+        self._summary_writer.add_session_log(event_pb2.SessionLog(
+            status=event_pb2.SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step)
         stop = False
         for ls in self._listeners:
             if ls.after_save(session, step):
@@ -405,10 +450,9 @@ class LoggingTensorHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs the training speed (``global_step/sec``) every N steps or seconds.
-
-    ``output_dir``/``summary_writer`` are accepted for TF compatibility; flowrt writes
-    no summaries, so the rate is logged and kept in :attr:`last_rate`.
+    """Logs the training speed (``global_step/sec``) every N steps or seconds, and
+    writes it as a scalar summary of that tag to ``summary_writer`` (else the cached
+    writer of ``output_dir``); the last rate is kept in :attr:`last_rate`.
     """
 
     def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
@@ -418,12 +462,15 @@ class StepCounterHook(SessionRunHook):
                              "provided.")
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
         self._output_dir = output_dir
+        self._own_writer = summary_writer
         self.last_rate: float | None = None
 
     def begin(self) -> None:
+        _writer_of(self, self._output_dir)
         self._global_step_tensor = _global_step()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use StepCounterHook.")
+        self._summary_tag = self._global_step_tensor.op.name + "/sec"
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._global_step_tensor)
@@ -434,9 +481,86 @@ class StepCounterHook(SessionRunHook):
                                               self._global_step_tensor, run_values.results)
         if global_step is not None:
             secs, steps = self._timer.update_last_triggered_step(global_step)
-            if secs is not None and secs > 0 and steps:
-                self.last_rate = steps / secs
-                _log.info("global_step/sec: %g", self.last_rate)
+            if secs is not None and secs > 0:
+                self.last_rate = steps / secs  # type: ignore[operator]
+                if self._summary_writer is not None:
+                    self._summary_writer.add_summary(summary_pb2.Summary(value=[
+                        summary_pb2.Summary.Value(tag=self._summary_tag,
+                                                  simple_value=self.last_rate)]),
+                        global_step)
+                _log.info("%s: %g", self._summary_tag, self.last_rate)
+
+
+class SummarySaverHook(SessionRunHook):
+    """Saves the summaries of ``summary_op`` (or the scaffold's) every ``save_steps``
+    steps or ``save_secs`` seconds at the global step, with a ``SessionLog.START``
+    before the first (``tf.train.SummarySaverHook``).
+
+    :param output_dir: where the cached writer writes, when no ``summary_writer`` is
+        given
+    :param summary_op: a string tensor of a serialized ``Summary``, or a list of them
+    :raises ValueError: unless exactly one of ``scaffold`` and ``summary_op`` is given,
+        and exactly one of ``save_steps`` and ``save_secs``
+    """
+
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer: Any = None,
+                 scaffold: "Scaffold | None" = None, summary_op: Any = None):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op = summary_op
+        self._own_writer = summary_writer
+        self._output_dir = output_dir
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self) -> None:
+        _writer_of(self, self._output_dir)
+        self._next_step: int | None = None
+        # the global step after a run minus the value fetched with it: 1 when the fetch
+        # reads it before the train op's update, 0 when after (learned on read steps)
+        self._fetch_lag = 1
+        self._global_step_tensor = _global_step()
+        if self._global_step_tensor is None:
+            raise RuntimeError("Global step should be created to use SummarySaverHook.")
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        self._request_summary = (self._next_step is None or
+                                 self._timer.should_trigger_for_step(self._next_step))
+        requests = {"global_step": self._global_step_tensor}
+        summary_op = self._get_summary_op()
+        if self._request_summary and summary_op is not None:
+            requests["summary"] = summary_op
+        return SessionRunArgs(requests)
+
+    def after_run(self, run_context: SessionRunContext,
+                  run_values: SessionRunValues) -> None:
+        if not self._summary_writer:
+            return
+        stale = int(run_values.results["global_step"])
+        global_step = stale + self._fetch_lag
+        if self._next_step is None or self._request_summary:
+            global_step = int(run_context.session.run(self._global_step_tensor))
+            self._fetch_lag = min(1, max(0, global_step - stale))
+        if self._next_step is None:
+            self._summary_writer.add_session_log(
+                event_pb2.SessionLog(status=event_pb2.SessionLog.START), global_step)
+        if self._request_summary:
+            self._timer.update_last_triggered_step(global_step)
+            for summary in run_values.results.get("summary", ()):
+                self._summary_writer.add_summary(summary, global_step)
+        self._next_step = global_step + 1
+
+    def end(self, session: Any = None) -> None:
+        if self._summary_writer:
+            self._summary_writer.flush()
+
+    def _get_summary_op(self) -> list[Any] | None:
+        op = self._summary_op if self._summary_op is not None else \
+            self._scaffold.summary_op  # type: ignore[union-attr]
+        if op is None:
+            return None
+        return op if isinstance(op, list) else [op]
 
 
 class GlobalStepWaiterHook(SessionRunHook):
@@ -562,7 +686,8 @@ class Scaffold:
             if items:
                 return items[0]
             op = make()
-            add_to_collection(key, op)
+            if op is not None:
+                add_to_collection(key, op)
             return op
 
         if self._init_op is None:
@@ -578,6 +703,9 @@ class Scaffold:
         if self._local_init_op is None:
             self._local_init_op = get_or_default(
                 "local_init_op", lambda: group(_vars.local_variables_initializer()))
+        if self._summary_op is None:
+            self._summary_op = get_or_default(GraphKeys.SUMMARY_OP,
+                                              api_function("summary.merge_all"))
         if self._saver is None:
             savers = get_collection(GraphKeys.SAVERS)
             if savers:
@@ -1064,7 +1192,10 @@ class MonitoredSession:
                     h.end(self._tf_sess)
         finally:
             self._closed = True
-            self._close_inner()
+            try:
+                self._close_inner()
+            finally:
+                _release_writers(self._hooks)
 
     def __enter__(self) -> "MonitoredSession":
         return self
@@ -1120,16 +1251,23 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                              stop_grace_period_secs: float = 120,
                              log_step_count_steps: int = 100, max_wait_secs: float = 7200,
                              save_checkpoint_steps: Any = USE_DEFAULT,
-                             summary_dir: str | None = None) -> MonitoredSession:
+                             summary_dir: str | None = None,
+                             save_graph_def: bool = True) -> MonitoredSession:
     """A :class:`MonitoredSession` set up for (distributed) training, as TF 1.15's.
 
     The chief restores from ``checkpoint_dir`` or initialises, saves checkpoints every
-    ``save_checkpoint_secs`` (default 600) or ``save_checkpoint_steps``, and logs the
-    step rate every ``log_step_count_steps``; other workers wait up to
-    ``max_wait_secs`` for the chief. Summaries are not written (``save_summaries_*`` are
-    accepted and ignored).
+    ``save_checkpoint_secs`` (default 600) or ``save_checkpoint_steps``, and, to
+    ``summary_dir`` (default ``checkpoint_dir``), writes the scaffold's summary op every
+    ``save_summaries_steps`` (default 100) or ``save_summaries_secs`` and the step rate
+    every ``log_step_count_steps``; other workers wait up to ``max_wait_secs`` for the
+    chief and write nothing.
     """
-    del save_summaries_steps, save_summaries_secs  # no summaries in flowrt
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
         save_checkpoint_steps, save_checkpoint_secs = None, 600
     elif save_checkpoint_secs is USE_DEFAULT:
@@ -1147,14 +1285,21 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
                                   master=master, config=config)
     summary_dir = summary_dir or checkpoint_dir
-    if summary_dir and log_step_count_steps and log_step_count_steps > 0:
-        all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps,
-                                         output_dir=summary_dir))
+    if summary_dir:
+        if log_step_count_steps and log_step_count_steps > 0:
+            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps,
+                                             output_dir=summary_dir))
+        if (save_summaries_steps and save_summaries_steps > 0) or \
+                (save_summaries_secs and save_summaries_secs > 0):
+            all_hooks.append(SummarySaverHook(
+                scaffold=scaffold, save_steps=save_summaries_steps,
+                save_secs=save_summaries_secs, output_dir=summary_dir))
     if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0) or
                            (save_checkpoint_steps and save_checkpoint_steps > 0)):
         all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
                                              save_secs=save_checkpoint_secs,
-                                             scaffold=scaffold))
+                                             scaffold=scaffold,
+                                             save_graph_def=save_graph_def))
     all_hooks.extend(hooks or [])
     return MonitoredSession(session_creator=creator, hooks=all_hooks,
                             stop_grace_period_secs=stop_grace_period_secs)

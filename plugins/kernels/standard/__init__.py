@@ -61,6 +61,7 @@ from . import shell_api  # noqa: F401,E402
 from . import reader_ops  # noqa: F401,E402
 from . import dataset_kernels  # noqa: F401,E402
 from . import inputs_api  # noqa: F401,E402
+from . import proto_ops  # noqa: F401,E402
 from . import passes  # noqa: E402
 
 __all__ = ["ks", "flowrt_kernel_sets", "flowrt_graph_passes"]

@@ -1,5 +1,5 @@
 """Queues and conditional accumulators (TF 1.15's data_flow_ops): FIFOQueue,
-PaddingFIFOQueue, RandomShuffleQueue, ConditionalAccumulator.
+PaddingFIFOQueue, RandomShuffleQueue, PriorityQueue, ConditionalAccumulator.
 
 Ops keep TF's names and signatures: the resource-handle family (``FIFOQueueV2``,
 ``QueueEnqueueV2`` ..., ``ResourceConditionalAccumulator``, ``ResourceAccumulator*``),
@@ -44,7 +44,7 @@ from flowrt.tensor_shape import Dimension, TensorShape, as_shape, unknown_shape
 
 from ._common import constant_value, ks
 
-__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "PriorityQueue",
            "ConditionalAccumulatorBase", "ConditionalAccumulator", "SparseConditionalAccumulator"]
 
 _log = logging.getLogger("flowrt")
@@ -549,10 +549,159 @@ class _ShuffleQueue(_Queue):
                            f"requested seeds are ({seed}, {seed2}).")
 
 
+class _PriorityQueue(_Queue):
+    """A queue whose elements leave in ascending order of their int64 priority, the
+    element's component 0 (TF's PriorityQueue). The elements are kept in a binary heap
+    run as libstdc++'s ``std::priority_queue`` runs it, so elements of equal priority
+    leave in the order TF's leave in."""
+
+    type_name = many_name = type_name_for_match = "PriorityQueue"
+
+    def __init__(self, name: str, dtypes: Sequence[Any], shapes: Sequence[TensorShape],
+                 capacity: int):
+        super().__init__(name, [_dt.int64, *dtypes], [TensorShape([]), *shapes] if shapes
+                         else [], capacity)
+        self._items = []
+
+    def _pop(self) -> tuple[Any, ...]:
+        heap = self._items
+        top, last = heap[0], heap.pop()
+        if heap:
+            _adjust_heap(heap, last)
+        return top[1]
+
+    def _push(self, elem: tuple[Any, ...]) -> None:
+        """Add ``elem``; its priority (component 0) must be a scalar."""
+        if np.ndim(elem[0]) != 0:
+            raise _invalid("Expected the priority element to be a scalar, but received "
+                           f"shape: {_dbg(np.shape(elem[0]))}")
+        heap = self._items
+        heap.append(None)
+        _sift_up(heap, len(heap) - 1, (int(elem[0]), elem))
+
+    def _give_back(self, elems: list[tuple[Any, ...]]) -> None:
+        for e in elems:
+            self._push(e)
+
+    def matches(self, op_type: str, dtypes: Sequence[Any], shapes: Sequence[Any],
+                capacity: int) -> None:
+        """As :meth:`_Queue.matches` for the requested component types and shapes, which
+        leave out the priority."""
+        super().matches(op_type, [_dt.int64, *dtypes],
+                        [TensorShape([]), *shapes] if shapes else [], capacity)
+
+    def enqueue(self, comps: Sequence[Any], step: Any, done: Callable[..., None]) -> None:
+        elem = tuple(self.validate(comps))
+
+        def run(a: _Attempt) -> int:
+            if self.closed:
+                a.error = errors.CancelledError(None, None,
+                                                f"PriorityQueue '{self.name}' is closed.")
+                return _COMPLETE
+            if len(self._items) < self.capacity:
+                self._push(elem)
+                return _COMPLETE
+            return _NO_PROGRESS
+
+        self._submit(self._enq, _Attempt(run), step, done, "Enqueue operation was cancelled")
+
+    def enqueue_many(self, comps: Sequence[Any], step: Any, done: Callable[..., None]
+                     ) -> None:
+        n = self.validate_many(comps)
+        if n == 0:
+            done(None)
+            return
+        arrays = [_immutable(c, d) for c, d in zip(comps, self._np)]
+
+        def run(a: _Attempt) -> int:
+            if self.closed:
+                a.error = errors.CancelledError(None, None,
+                                                f"PriorityQueue '{self.name}' is closed.")
+                return _COMPLETE
+            moved = False
+            while a.index < n and len(self._items) < self.capacity:
+                self._push(tuple(c[a.index, ...] for c in arrays))
+                a.index += 1
+                moved = True
+            if a.index == n:
+                return _COMPLETE
+            return _PROGRESS if moved else _NO_PROGRESS
+
+        self._submit(self._enq, _Attempt(run, n), step, done,
+                     "Enqueue operation was cancelled")
+
+    def dequeue_many(self, n: int, allow_small: bool, step: Any, done: Callable[..., None],
+                     post: Callable[[tuple[Any, ...]], Any]) -> None:
+        """TF's PriorityQueue::TryDequeueMany: wait until ``n`` elements are in, so a
+        batch is in priority order. Once the queue is closed a dequeue_up_to takes what
+        is left and then, as TF's does, fails with OutOfRangeError for the rest (the
+        elements it took are lost)."""
+        if not self.shapes:
+            raise _invalid("PriorityQueue's DequeueMany requires the components to have "
+                           "specified shapes.")
+        if n == 0:
+            done(post(self._batch([])))
+            return
+
+        def run(a: _Attempt) -> int:
+            size = len(self._items)
+            if self.closed and (size == 0 or (not allow_small and size < a.remaining)):
+                a.taken = []
+                a.error = errors.OutOfRangeError(
+                    None, None, f"PriorityQueue '{self.name}' is closed and has insufficient "
+                    f"elements (requested {a.remaining}, current size {size})")
+                return _COMPLETE
+            if size < a.remaining and not (self.closed and allow_small):
+                return _NO_PROGRESS
+            while self._items and a.remaining:
+                a.taken.append(self._pop())
+                a.remaining -= 1
+            if a.remaining == 0:
+                taken, a.taken = a.taken, []
+                a.result = post(self._batch(taken))
+                return _COMPLETE
+            return _PROGRESS
+
+        self._submit(self._deq, _Attempt(run, n), step, done,
+                     "Dequeue operation was cancelled")
+
+    def _restore(self, a: _Attempt) -> None:
+        a.taken = []  # TF drops what a cancelled dequeue_many had taken
+
+
+def _sift_up(heap: list[Any], hole: int, value: tuple[int, Any], top: int = 0) -> None:
+    """libstdc++'s ``__push_heap`` for a min-heap on priority: move ``value`` up from
+    ``hole``."""
+    parent = (hole - 1) // 2
+    while hole > top and heap[parent][0] > value[0]:
+        heap[hole] = heap[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    heap[hole] = value
+
+
+def _adjust_heap(heap: list[Any], value: tuple[int, Any]) -> None:
+    """libstdc++'s ``__adjust_heap`` from the root: the root has been popped, ``value``
+    (the former last element) is placed again."""
+    n, hole, child = len(heap), 0, 0
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if heap[child][0] > heap[child - 1][0]:
+            child -= 1
+        heap[hole] = heap[child]
+        hole = child
+    if n % 2 == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        heap[hole] = heap[child - 1]
+        hole = child - 1
+    _sift_up(heap, hole, value)
+
+
 _QUEUE_CLASSES: dict[str, type[_Queue]] = {
     "FIFOQueue": _Queue, "FIFOQueueV2": _Queue,
     "PaddingFIFOQueue": _PaddingQueue, "PaddingFIFOQueueV2": _PaddingQueue,
     "RandomShuffleQueue": _ShuffleQueue, "RandomShuffleQueueV2": _ShuffleQueue,
+    "PriorityQueue": _PriorityQueue, "PriorityQueueV2": _PriorityQueue,
 }
 
 
@@ -851,6 +1000,8 @@ def _queue_component_shapes(op: Any) -> list[TensorShape] | None:
     if src.type not in _QUEUE_CLASSES:
         return None
     shapes = src.node_attrs.get("shapes") or []
+    if _QUEUE_CLASSES[src.type] is _PriorityQueue and shapes:
+        shapes = [TensorShape([]), *shapes]
     if len(shapes) != len(op.outputs):
         return None
     return [as_shape(s) for s in shapes]
@@ -907,6 +1058,8 @@ _QUEUE_ATTRS = ["component_types: list(type) >= 1", "shapes: list(shape) >= 0 = 
 _SHUFFLE_ATTRS = ["component_types: list(type) >= 1", "shapes: list(shape) >= 0 = []",
                   "capacity: int = -1", "min_after_dequeue: int = 0", "seed: int = 0",
                   "seed2: int = 0", "container: string = ''", "shared_name: string = ''"]
+_PRIORITY_ATTRS = ["component_types: list(type) >= 0 = []", "shapes: list(shape) >= 0",
+                   "capacity: int = -1", "container: string = ''", "shared_name: string = ''"]
 _ACC_DTYPES = ("{float, double, int32, uint8, int16, int8, complex64, int64, qint8, quint8, "
                "qint32, bfloat16, qint16, quint16, uint16, complex128, half, uint32, "
                "uint64}")
@@ -924,6 +1077,10 @@ for _v2, _h, _stateful in (("V2", "handle: resource", True), ("", "handle: Ref(s
         OpDef(f"RandomShuffleQueue{_v2}", outputs=[_h], attrs=_SHUFFLE_ATTRS,
               is_stateful=True, shape_fn=_scalar_out if _v2 else _two_element_out,
               doc="A queue that dequeues its elements in a random order."),
+        OpDef(f"PriorityQueue{_v2}", outputs=[_h], attrs=_PRIORITY_ATTRS, is_stateful=True,
+              shape_fn=_scalar_out if _v2 else _two_element_out,
+              doc="A queue that dequeues its elements in ascending order of an int64 "
+                  "priority, each element's component 0."),
         OpDef(f"QueueEnqueue{_v2}", inputs=[_h, "components: Tcomponents"],
               attrs=["Tcomponents: list(type) >= 1", "timeout_ms: int = -1"],
               is_stateful=_stateful, shape_fn=_no_outputs,
@@ -1029,14 +1186,15 @@ ks.not_differentiable(*_QUEUE_CLASSES, *_QUEUE_OPS,
 # Kernels
 # =======================================================================================
 @ks.kernel("FIFOQueueV2", "FIFOQueue", "PaddingFIFOQueueV2", "PaddingFIFOQueue",
-           "RandomShuffleQueueV2", "RandomShuffleQueue", device_type="CPU")
+           "RandomShuffleQueueV2", "RandomShuffleQueue", "PriorityQueueV2", "PriorityQueue",
+           device_type="CPU")
 def _queue_kernel(ctx: Any) -> Any:
     op_type = ctx.op_type
     cls = _QUEUE_CLASSES[op_type]
     dtypes = list(ctx.attrs["component_types"])
     shapes = [as_shape(s) for s in (ctx.attrs.get("shapes") or [])]
     capacity = int(ctx.attrs.get("capacity", -1))
-    if not dtypes:
+    if not dtypes and cls is not _PriorityQueue:  # a priority alone is an element
         raise _invalid("Empty component types for queue")
     if cls is _PaddingQueue:
         if len(shapes) != len(dtypes):
@@ -1610,6 +1768,25 @@ class RandomShuffleQueue(QueueBase):
         super().__init__(dtypes, shapes, names, ref)
 
 
+class PriorityQueue(QueueBase):
+    """A queue that dequeues its elements in ascending order of priority
+    (``tf.PriorityQueue``): every element starts with an int64 priority (a scalar for
+    ``enqueue``, a vector for ``enqueue_many``) followed by components of ``types``.
+    ``shapes`` (a list, as TF requires; ``[]`` leaves them unspecified, which rules out
+    ``dequeue_many``) gives the shapes of the components after the priority."""
+
+    def __init__(self, capacity: int, types: Any, shapes: Any = None, names: Any = None,
+                 shared_name: str | None = None, name: str = "priority_queue"):
+        types = _as_type_list(types)
+        shapes = _as_shape_list(shapes, types)
+        if shapes is None:
+            raise TypeError("Expected list for 'shapes' argument to 'priority_queue_v2' "
+                            "Op, not None.")
+        ref = _queue_handle("PriorityQueueV2", types, shapes, capacity, shared_name, name)
+        super().__init__([_dt.int64, *types], [TensorShape([]), *shapes] if shapes else
+                         shapes, names, ref)
+
+
 class ConditionalAccumulatorBase:
     """Base class of conditional accumulators (``tf.ConditionalAccumulatorBase``)."""
 
@@ -1763,6 +1940,8 @@ ks.export("io.QueueBase", QueueBase)
 ks.export("ConditionalAccumulator", ConditionalAccumulator)
 ks.export("ConditionalAccumulatorBase", ConditionalAccumulatorBase)
 
+for _name in ("PriorityQueue", "io.PriorityQueue", "queue.PriorityQueue"):
+    ks.export(_name, PriorityQueue)
 for _name, _cls in (("FIFOQueue", FIFOQueue), ("PaddingFIFOQueue", PaddingFIFOQueue),
                     ("QueueBase", QueueBase), ("RandomShuffleQueue", RandomShuffleQueue)):
     ks.export(f"queue.{_name}", _cls)

@@ -693,3 +693,59 @@ for _fn, _names in (
 __all__ = ["decode_png", "encode_png", "decode_jpeg", "decode_and_crop_jpeg", "encode_jpeg",
            "extract_jpeg_shape", "decode_gif", "decode_bmp", "decode_image", "is_jpeg",
            "adjust_jpeg_quality", "random_jpeg_quality", "encode_png_bytes"]
+
+
+# =======================================================================================
+# WebP (tf.io.decode_webp, TF 2.x's DecodeWebP; Pillow must have been built with WebP)
+# =======================================================================================
+def _webp_shape(op: Any) -> list[TensorShape]:
+    _scalar_contents(op)
+    c = int(op.node_attrs.get("channels", 0) or 0)
+    return [TensorShape([None, None, None, c if c else None])]
+
+
+ks.op(OpDef("DecodeWebP", inputs=["contents: string"], outputs=["image: dtype"],
+            attrs=["channels: int = 0", "dtype: {uint8} = DT_UINT8"], shape_fn=_webp_shape,
+            doc="Decodes a WebP image to uint8 [frames, height, width, channels]."))
+ks.not_differentiable("DecodeWebP")
+
+
+def _decode_webp(data: bytes, channels: int, api: str) -> np.ndarray:
+    """``[frames, h, w, c]`` uint8 of a WebP file (c: 3, or 4 with alpha; an animation's
+    frames as RGBA), as TF's decoder: ``channels`` 0 or the file's own count."""
+    Image = _pil(api)
+    if channels not in (0, 3, 4):
+        raise invalid("WebP only supports 3 or 4 channels")
+    if not (data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+        raise invalid("Unknown image file format. One of JPEG, JPEG XL, PNG, GIF, BMP, "
+                      "WebP required.")
+    im = _open(Image, data, "WebP")
+    n = getattr(im, "n_frames", 1)
+    mode = "RGBA" if n > 1 or "A" in im.mode else "RGB"
+    if channels and channels != len(mode):
+        raise invalid("Number of channels requested does not match input")
+    frames = []
+    for i in range(n):
+        im.seek(i)
+        frames.append(np.asarray(im.convert(mode), np.uint8))
+    return np.stack(frames)
+
+
+@ks.kernel("DecodeWebP")
+def _decode_webp_kernel(ctx: Any) -> Any:
+    channels = int(ctx.attrs.get("channels", 0) or 0)
+    return lambda contents: to_device(ctx, _decode_webp(_contents(ctx, contents), channels,
+                                                        "decode_webp"))
+
+
+def decode_webp(contents: Any, channels: int = 0, dtype: Any = _dt.uint8,
+                name: str | None = None) -> Tensor:
+    """Decodes a WebP string to a uint8 ``[frames, height, width, channels]`` image (one
+    frame for a still image); ``channels`` 0 keeps the file's (3, or 4 with alpha), else
+    it must be the file's."""
+    return apply_op("DecodeWebP", name=name, contents=contents, channels=channels,
+                    dtype=dtype)
+
+
+alias(decode_webp, "image.decode_webp", "io.decode_webp")
+__all__ += ["decode_webp"]

@@ -1,13 +1,14 @@
 """``tf.train.Example`` parsing: ``tf.parse_example``, ``parse_single_example``,
 ``parse_single_sequence_example`` (also under ``tf.io``), the feature configurations
 ``FixedLenFeature``, ``VarLenFeature``, ``FixedLenSequenceFeature``, ``SparseFeature``,
-and ``decode_json_example``.
+``parse_sequence_example`` (a batch of SequenceExamples) and ``decode_json_example``.
 
 Ops (TF 1.15's): ParseExample, ParseSingleExample, ParseSingleSequenceExample,
-DecodeJSONExample. ParseExample/ParseSingleExample read the requested features of a
-batch straight from the wire format (:mod:`.example_decoder`, vectorised numpy), or with
-the protobuf runtime (:mod:`flowrt.proto.example_pb2`) for a small batch or one holding
-anything unusual, and fill numpy arrays from the per-feature columns; a missing required
+ParseSequenceExample, DecodeJSONExample. ParseExample/ParseSingleExample read the
+requested features of a batch straight from the wire format (:mod:`.example_decoder`,
+vectorised numpy), or with the protobuf runtime (:mod:`flowrt.proto.example_pb2`) for a
+small batch or one holding anything unusual, and fill numpy arrays from the per-feature
+columns; the SequenceExample ops parse with protobuf. A missing required
 feature, a wrong number of values or a wrong type is an ``InvalidArgumentError`` with
 TF's message (naming the example and the feature key).
 """
@@ -35,6 +36,7 @@ from .sparse_ops import sparse_merge
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "FixedLenSequenceFeature", "SparseFeature",
            "parse_example", "parse_single_example", "parse_single_sequence_example",
+           "parse_sequence_example",
            "decode_json_example"]
 
 _TYPES = "{float, int64, string}"
@@ -129,6 +131,24 @@ def _parse_sequence_shape(op: Any) -> list[TensorShape]:
                for s in op.get_attr("feature_list_dense_shapes")])
 
 
+def _parse_sequence_batch_shape(op: Any) -> list[TensorShape]:
+    nc, nf = op.get_attr("Ncontext_sparse"), op.get_attr("Nfeature_list_sparse")
+    nfd = op.get_attr("Nfeature_list_dense")
+    d = op.inputs[0].shape
+    if d.ndims is not None and d.ndims != 1:
+        raise ValueError(f"Shape must be rank 1 but is rank {d.ndims} for '{op.name}' "
+                         f"(op: '{op.type}') with input shapes: {d}.")
+    batch = [d.as_list()[0] if d.ndims == 1 else None]
+    return ([TensorShape([None, 2])] * nc + [TensorShape([None])] * nc
+            + [TensorShape([2])] * nc
+            + [_dense_out_shape(batch, s) for s in op.get_attr("context_dense_shapes")]
+            + [TensorShape([None, 3])] * nf + [TensorShape([None])] * nf
+            + [TensorShape([3])] * nf
+            + [_dense_out_shape(batch + [None], s)
+               for s in op.get_attr("feature_list_dense_shapes")]
+            + [TensorShape(batch)] * nfd)
+
+
 ks.op(OpDef("ParseExample",
             inputs=["serialized: string", "names: string", "sparse_keys: Nsparse * string",
                     "dense_keys: Ndense * string", "dense_defaults: Tdense"],
@@ -175,11 +195,39 @@ ks.op(OpDef("ParseExample",
                    "feature_list_dense_shapes: list(shape) >= 0 = []"],
             shape_fn=_parse_sequence_shape,
             doc="Parses one serialized SequenceExample proto into tensors."),
+      OpDef("ParseSequenceExample",
+            inputs=["serialized: string", "debug_name: string",
+                    "context_dense_defaults: Tcontext_dense"],
+            outputs=["context_sparse_indices: Ncontext_sparse * int64",
+                     "context_sparse_values: context_sparse_types",
+                     "context_sparse_shapes: Ncontext_sparse * int64",
+                     "context_dense_values: Tcontext_dense",
+                     "feature_list_sparse_indices: Nfeature_list_sparse * int64",
+                     "feature_list_sparse_values: feature_list_sparse_types",
+                     "feature_list_sparse_shapes: Nfeature_list_sparse * int64",
+                     "feature_list_dense_values: feature_list_dense_types",
+                     "feature_list_dense_lengths: Nfeature_list_dense * int64"],
+            attrs=["feature_list_dense_missing_assumed_empty: list(string) >= 0",
+                   "context_sparse_keys: list(string) >= 0",
+                   "context_dense_keys: list(string) >= 0",
+                   "feature_list_sparse_keys: list(string) >= 0",
+                   "feature_list_dense_keys: list(string) >= 0",
+                   "Ncontext_sparse: int >= 0 = 0", "Ncontext_dense: int >= 0 = 0",
+                   "Nfeature_list_sparse: int >= 0 = 0",
+                   "Nfeature_list_dense: int >= 0 = 0",
+                   f"context_sparse_types: list({_TYPES}) >= 0 = []",
+                   f"Tcontext_dense: list({_TYPES}) >= 0 = []",
+                   f"feature_list_dense_types: list({_TYPES}) >= 0 = []",
+                   "context_dense_shapes: list(shape) >= 0 = []",
+                   f"feature_list_sparse_types: list({_TYPES}) >= 0 = []",
+                   "feature_list_dense_shapes: list(shape) >= 0 = []"],
+            shape_fn=_parse_sequence_batch_shape,
+            doc="Parses a batch of serialized SequenceExample protos into tensors."),
       OpDef("DecodeJSONExample", inputs=["json_examples: string"],
             outputs=["binary_examples: string"], shape_fn=unchanged_shape,
             doc="Converts Example protos in JSON to binary protos."))
 ks.not_differentiable("ParseExample", "ParseSingleExample", "ParseSingleSequenceExample",
-                      "DecodeJSONExample")
+                      "ParseSequenceExample", "DecodeJSONExample")
 
 
 # =======================================================================================
@@ -511,6 +559,81 @@ def _parse_sequence_kernel(ctx: Any) -> Any:
     return compute
 
 
+def _batch_sequence_dense(parts: list[np.ndarray], dtype: _dt.DType, shape: Any
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-example ``[steps] + shape`` values stacked to ``[batch, longest] + shape``,
+    padded with zeros (``b''`` for strings), and the number of steps of each."""
+    lengths = np.array([len(p) for p in parts], dtype=np.int64)
+    steps = int(lengths.max()) if len(parts) else 0
+    pad = b"" if dtype is _dt.string else 0
+    out = np.full([len(parts), steps] + _dims(shape), pad, dtype=_np_dtype(dtype))
+    for b, p in enumerate(parts):
+        out[b, :len(p)] = p
+    return out, lengths
+
+
+def _batch_sequence_sparse(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                           dtype: _dt.DType) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-example ``[steps, longest]`` SparseTensors of a VarLenFeature feature list
+    as one of dense shape ``[batch, most steps, longest]``."""
+    ind = [np.concatenate([np.full((len(i), 1), b, dtype=np.int64), i], axis=1)
+           for b, (i, _, _) in enumerate(parts)]
+    shape = np.array([len(parts)] + [max((int(s[k]) for _, _, s in parts), default=0)
+                                      for k in range(2)], dtype=np.int64)
+    values = (np.concatenate([v for _, v, _ in parts]) if parts
+              else np.zeros(0, dtype=_np_dtype(dtype)))
+    return (np.concatenate(ind).reshape(-1, 3) if ind else np.zeros((0, 3), np.int64),
+            values.astype(_np_dtype(dtype)), shape)
+
+
+@ks.kernel("ParseSequenceExample", device_type="CPU")
+def _parse_sequence_batch_kernel(ctx: Any) -> Any:
+    """ParseSequenceExample: each SequenceExample parsed with protobuf; the context as
+    ParseExample fills it, each feature list as ParseSingleSequenceExample does, then
+    stacked over the batch (dense lists padded, their lengths counted)."""
+    a = ctx.attrs
+    cs_keys, cd_keys = _keys(a["context_sparse_keys"]), _keys(a["context_dense_keys"])
+    fs_keys, fd_keys = _keys(a["feature_list_sparse_keys"]), _keys(a["feature_list_dense_keys"])
+    may_miss = set(_keys(a["feature_list_dense_missing_assumed_empty"]))
+    cst = [_dt.as_dtype(t) for t in a["context_sparse_types"]]
+    cdt = [_dt.as_dtype(t) for t in a["Tcontext_dense"]]
+    fst = [_dt.as_dtype(t) for t in a["feature_list_sparse_types"]]
+    fdt = [_dt.as_dtype(t) for t in a["feature_list_dense_types"]]
+    fshapes = a["feature_list_dense_shapes"]
+    specs = [(k, KIND_CODE[_KIND[t]]) for k, t in chain(zip(cs_keys, cst), zip(cd_keys, cdt))]
+
+    def compute(serialized: Any, debug_name: Any, *defaults: Any) -> Any:
+        ser = np.asarray(serialized)
+        if ser.ndim != 1:
+            raise invalid(f"Expected serialized to be a vector, got shape: "
+                          f"{list(ser.shape)}")
+        nm = [_str(v) for v in np.asarray(debug_name).reshape(-1).tolist()]
+        if nm and len(nm) != ser.size:
+            raise invalid(f"Expected len(debug_name) == len(serialized), but got: "
+                          f"{len(nm)} vs. {ser.size}")
+        names = [_name(nm, i) for i in range(ser.size)]
+        exs = _parse_protos(ser, example_pb2.SequenceExample)
+        n = len(exs)
+        cols = proto_columns([ex.context.feature for ex in exs], specs)
+        csp = [_fill_sparse(c, k, t, nm, False) for c, k, t in zip(cols, cs_keys, cst)]
+        cde = [_fill_dense(c, n, _Dense(k, t, s, dv), nm, False)
+               for c, k, t, s, dv in zip(cols[len(cs_keys):], cd_keys, cdt,
+                                         a["context_dense_shapes"], defaults)]
+        fsp = [_batch_sequence_sparse([_sequence_sparse(ex.feature_lists.feature_list, k, t,
+                                                        names[i])
+                                       for i, ex in enumerate(exs)], t)
+               for k, t in zip(fs_keys, fst)]
+        fde = [_batch_sequence_dense([_sequence_dense(ex.feature_lists.feature_list, k, t, s,
+                                                      k in may_miss, names[i])
+                                      for i, ex in enumerate(exs)], t, s)
+               for k, t, s in zip(fd_keys, fdt, fshapes)]
+        return _outputs([s[0] for s in csp] + [s[1] for s in csp] + [s[2] for s in csp]
+                        + cde + [s[0] for s in fsp] + [s[1] for s in fsp]
+                        + [s[2] for s in fsp] + [d[0] for d in fde] + [d[1] for d in fde])
+
+    return compute
+
+
 @ks.kernel("DecodeJSONExample", device_type="CPU")
 def _decode_json_kernel(ctx: Any) -> Any:
     def compute(json_examples: Any) -> Any:
@@ -759,6 +882,65 @@ def parse_single_sequence_example(serialized: Any, context_features: dict | None
     sequences = {k: SparseTensor(i, v, s) for k, i, v, s in zip(fs_keys, f_ind, f_val, f_shp)}
     sequences.update(zip(fd_keys, f_den))
     return context, sequences
+
+
+@ks.api("io.parse_sequence_example", "parse_sequence_example")
+def parse_sequence_example(serialized: Any, context_features: dict | None = None,
+                           sequence_features: dict | None = None, example_names: Any = None,
+                           name: str | None = None
+                           ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Parse a batch of serialized ``SequenceExample`` protos (a 1-D string tensor):
+    ``(context, feature_lists, lengths)`` dicts. The context as :func:`parse_example`;
+    each ``FixedLenSequenceFeature`` of the feature lists as ``[batch, steps] + shape``,
+    padded with zeros (``b''``) to the longest list of the batch, its number of steps per
+    example in ``lengths``; each ``VarLenFeature`` as a ``SparseTensor`` with indices
+    ``[batch, step, position]``."""
+    if not (context_features or sequence_features):
+        raise ValueError("Missing features.")
+    ctx = _Params(context_features, (VarLenFeature, FixedLenFeature)) \
+        if context_features else None
+    seq = _Params(sequence_features, _SEQUENCE) if sequence_features else None
+    fd_keys = seq.dense_keys if seq else []
+    for k in fd_keys:
+        if sequence_features[k].default_value is not None:
+            raise ValueError(f"Value feature_list_dense_defaults[{k}] must be None")
+    missing_ok = [k for k in fd_keys if sequence_features[k].allow_missing]
+    lists = lambda p, attr: getattr(p, attr) if p else []  # noqa: E731
+    with name_scope(name, "ParseSequenceExample", [serialized]):
+        ser = convert_to_tensor(serialized, dtype=_dt.string, name="serialized")
+        names = convert_to_tensor([] if example_names is None else example_names,
+                                  dtype=_dt.string, name="debug_name")
+        outs = apply_op(
+            "ParseSequenceExample", serialized=ser, debug_name=names,
+            context_dense_defaults=ctx.default_tensors() if ctx else [],
+            feature_list_dense_missing_assumed_empty=missing_ok,
+            context_sparse_keys=lists(ctx, "sparse_keys"),
+            context_dense_keys=lists(ctx, "dense_keys"),
+            feature_list_sparse_keys=lists(seq, "sparse_keys"), feature_list_dense_keys=fd_keys,
+            Ncontext_sparse=len(lists(ctx, "sparse_keys")),
+            Nfeature_list_sparse=len(lists(seq, "sparse_keys")),
+            Nfeature_list_dense=len(fd_keys),
+            context_sparse_types=lists(ctx, "sparse_types"),
+            feature_list_dense_types=lists(seq, "dense_types"),
+            context_dense_shapes=lists(ctx, "dense_shapes"),
+            feature_list_sparse_types=lists(seq, "sparse_types"),
+            feature_list_dense_shapes=[TensorShape(s.as_list()[1:])
+                                       for s in lists(seq, "dense_shapes")],
+            name="ParseSequenceExample")
+    flat: list[Any] = []
+    for o in (outs if isinstance(outs, (list, tuple)) else [outs]):
+        flat.extend(o if isinstance(o, list) else [o])
+    out: list[dict[str, Any]] = []
+    for keys_s, keys_d in ((lists(ctx, "sparse_keys"), lists(ctx, "dense_keys")),
+                           (lists(seq, "sparse_keys"), fd_keys)):
+        ns = len(keys_s)
+        parts = [flat[i * ns:(i + 1) * ns] for i in range(3)]
+        flat = flat[3 * ns:]
+        d: dict[str, Any] = {k: SparseTensor(i, v, s) for k, i, v, s in zip(keys_s, *parts)}
+        d.update(zip(keys_d, flat[:len(keys_d)]))
+        flat = flat[len(keys_d):]
+        out.append(d)
+    return out[0], out[1], dict(zip(fd_keys, flat))
 
 
 @ks.api("io.decode_json_example", "decode_json_example")

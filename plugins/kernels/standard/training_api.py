@@ -21,5 +21,5 @@ for _name in ("SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionR
               "MonitoredTrainingSession", "SecondOrStepTimer", "StopAtStepHook",
               "CheckpointSaverHook", "CheckpointSaverListener", "NanTensorHook",
               "NanLossDuringTrainingError", "LoggingTensorHook", "StepCounterHook",
-              "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook"):
+              "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "SummarySaverHook"):
     ks.export(f"train.{_name}", getattr(_ms, _name))
