@@ -183,6 +183,29 @@ def test_histogram_matches_the_definition(values):
         assert p.sum_squares == squares or np.isinf(squares)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 3000), st.sampled_from([np.float32, np.float64]), st.integers(0, 2**31),
+       st.floats(1e-6, 1e6))
+def test_histogram_search_and_table_agree(n, dtype, seed, scale):
+    """Up to _SEARCH_MAX values each value's bucket is found by binary search, beyond by
+    the table lookup: both give the same proto for any input, zeros and large counts
+    included."""
+    from plugins.kernels.standard import summary_ops
+
+    v = (np.random.RandomState(seed).standard_normal(n) * scale).astype(dtype)
+    v[: n // 10] = 0.0
+    saved = summary_ops._SEARCH_MAX
+    try:
+        summary_ops._SEARCH_MAX = 1 << 30
+        searched = summary_ops.histogram_proto(v)
+        summary_ops._SEARCH_MAX = -1
+        table = summary_ops.histogram_proto(v)
+    finally:
+        summary_ops._SEARCH_MAX = saved
+    assert searched.SerializeToString() == table.SerializeToString()
+    assert sum(searched.bucket) == n
+
+
 # -- image --------------------------------------------------------------------------------
 def _pixels(png: bytes) -> np.ndarray:
     from PIL import Image

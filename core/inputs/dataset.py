@@ -46,13 +46,15 @@ from ..framework.graph import (Graph, Operation, Tensor, api_function, convert_t
                                get_default_graph, get_seed)
 from ..framework.graph_def import import_graph_def
 from ..framework.session import Session
+from ..framework.sparse_tensor import SparseTensor, SparseTensorValue
 from ..plugin.runtime import require_api
 
 __all__ = ["Dataset", "DatasetV1", "TracedFunction", "Env", "flatten", "pack_as",
-           "lookup_dataset", "register_dataset", "AUTOTUNE"]
+           "lookup_dataset", "register_dataset", "AUTOTUNE", "SPARSE", "dense_components",
+           "op_types_shapes", "sparse_rows", "sparse_stack"]
 
 #: the op API names this package calls by name (checked by the runtime)
-REQUIRED_API_NAMES = frozenset({"TensorSpec"})
+REQUIRED_API_NAMES = frozenset({"TensorSpec", "SparseTensorSpec"})
 require_api(REQUIRED_API_NAMES)
 
 #: ``tf.data.experimental.AUTOTUNE``
@@ -95,9 +97,94 @@ def pack_as(structure: Any, flat: Any) -> Any:
     return build(structure)
 
 
+class _SparseLeaf:
+    """The leaf of an element template standing for a SparseTensor component."""
+
+    def __repr__(self) -> str:
+        return "SPARSE"
+
+
+#: a template leaf for a SparseTensor component (a dense one's leaf is None). At run
+#: time the component is one SparseTensorValue of numpy arrays; at the iterator's ops and
+#: a traced function's boundary it is three dense tensors (indices, values, dense_shape).
+SPARSE = _SparseLeaf()
+
+
 def _template(x: Any) -> Any:
-    """``x``'s nesting with every leaf replaced by None."""
-    return pack_as(x, [None] * len(flatten(x)))
+    """``x``'s nesting with every leaf replaced by None (SPARSE for a sparse one)."""
+    return pack_as(x, [SPARSE if isinstance(v, (SparseTensor, SparseTensorValue)) else None
+                       for v in flatten(x)])
+
+
+class DatasetLeaf:
+    """A template leaf for a component that is itself a dataset (the elements of
+    ``window``, the groups of ``group_by_window``): its run-time value is a
+    :class:`WindowValue`, and a function receives it as a Dataset."""
+
+    def __init__(self, structure: Any, types: list[_dt.DType], shapes: list[TensorShape]):
+        self.structure, self.types, self.shapes = structure, list(types), list(shapes)
+
+    def __repr__(self) -> str:
+        return f"DatasetLeaf({self.structure!r})"
+
+
+class WindowValue(list):
+    """The run-time value of a dataset component: the list of its elements (flat tuples)."""
+
+
+def _sparse_flags(structure: Any) -> list[bool]:
+    return [leaf is SPARSE for leaf in flatten(structure)]
+
+
+def op_types_shapes(structure: Any, types: list[_dt.DType], shapes: list[TensorShape]
+                    ) -> tuple[list[_dt.DType], list[TensorShape]]:
+    """The dense tensors that carry the components across an op (a sparse one as
+    indices ``[N, rank]``, values ``[N]`` and dense_shape ``[rank]``).
+
+    :raises TypeError: for a component that is a dataset (window elements)"""
+    ots: list[_dt.DType] = []
+    oss: list[TensorShape] = []
+    for leaf, t, s in zip(flatten(structure), types, shapes):
+        if isinstance(leaf, DatasetLeaf):
+            raise TypeError("Elements whose components are datasets (from `window` or "
+                            "`group_by_window`) cannot leave the pipeline: consume them "
+                            "in a `flat_map`/`interleave` function (e.g. `w.batch(n)`)")
+        if leaf is SPARSE:
+            ots += [_dt.int64, t, _dt.int64]
+            oss += [TensorShape([None, s.ndims]), TensorShape([None]),
+                    TensorShape([s.ndims])]
+        else:
+            ots.append(t)
+            oss.append(s)
+    return ots, oss
+
+
+def dense_components(el: Any) -> list[Any]:
+    """A run-time element's components with each SparseTensorValue as its three arrays."""
+    out: list[Any] = []
+    for c in el:
+        if isinstance(c, WindowValue):
+            continue
+        if isinstance(c, SparseTensorValue):
+            out += [np.asarray(c.indices, np.int64), np.asarray(c.values),
+                    np.asarray(c.dense_shape, np.int64)]
+        else:
+            out.append(c)
+    return out
+
+
+def _collapse(flags: list[bool], flat: list[Any], make: Callable[..., Any]) -> list[Any]:
+    """``flat`` (dense parts) regrouped per component: three parts of a sparse one become
+    ``make(indices, values, dense_shape)``."""
+    out, i = [], 0
+    for sp in flags:
+        if sp:
+            out.append(make(*flat[i:i + 3]))
+            i += 3
+        else:
+            out.append(flat[i])
+            i += 1
+    return out
 
 
 def _same_structure(a: Any, b: Any) -> bool:
@@ -202,10 +289,10 @@ class TracedFunction:
         g = _FuncGraph(outer, kind)
         self.graph = g
         self.kind = kind
+        self.in_flags = _sparse_flags(structure)
         with g.as_default():
-            self.inputs = [_placeholder(g, t, s, f"arg{i}")
-                           for i, (t, s) in enumerate(zip(types, shapes))]
-            arg = pack_as(structure, self.inputs)
+            self.inputs, comps = self._arguments(g, structure, types, shapes)
+            arg = pack_as(structure, comps)
             ret = fn(*arg) if isinstance(arg, tuple) and not hasattr(arg, "_fields") \
                 else fn(arg)
             self.dataset: Dataset | None = None
@@ -215,6 +302,9 @@ class TracedFunction:
                                     f"{type(ret).__name__}")
                 self.dataset = ret
                 outs = ret._inputs()
+                self.out_flags = [False] * len(outs)
+                self.types = [o.dtype.base_dtype for o in outs]
+                self.shapes = [o.shape for o in outs]
             else:
                 if isinstance(ret, Dataset):
                     raise TypeError(f"`{kind}_func` returned a Dataset: use flat_map")
@@ -222,14 +312,62 @@ class TracedFunction:
                     raise ValueError(f"The `{kind}` function returned None: it must return "
                                      "a tensor or a nested structure of tensors")
                 ret = tuple(ret) if isinstance(ret, list) else ret  # TF 1.15 does so
+                ret = _normalize_input(ret)
                 self.structure = _template(ret)
-                outs = [_to_tensor(v, f"{kind} function output") for v in flatten(ret)]
+                self.out_flags = _sparse_flags(self.structure)
+                outs, self.types, self.shapes = [], [], []
+                for v in flatten(ret):
+                    if isinstance(v, SparseTensorValue):
+                        v = SparseTensor.from_value(v)
+                    if isinstance(v, SparseTensor):
+                        outs += [v.indices, v.values, v.dense_shape]
+                        self.types.append(v.dtype.base_dtype)
+                        self.shapes.append(v.shape)
+                        continue
+                    outs.append(_to_tensor(v, f"{kind} function output"))
+                    self.types.append(outs[-1].dtype.base_dtype)
+                    self.shapes.append(outs[-1].shape)
             self.outputs = [o if o.graph is g else g.capture(o) for o in outs]
         self.captured = list(g.captures)  # outer tensors, in capture order
         self.placeholders = [g.captures[t] for t in self.captured]
-        self.types = [o.dtype.base_dtype for o in self.outputs]
-        self.shapes = [o.shape for o in self.outputs]
         self._batched: TracedFunction | None | bool = None
+
+    def _arguments(self, g: Graph, structure: Any, types: list[_dt.DType],
+                   shapes: list[TensorShape]) -> tuple[list[Tensor], list[Any]]:
+        """The placeholders fed per element and the function's arguments (a tensor, a
+        SparseTensor of three placeholders, or a dataset reading a dataset component)."""
+        inputs: list[Tensor] = []
+        comps: list[Any] = []
+        self.dataset_args: list[tuple[int, Dataset]] = []
+        for i, (leaf, t, s) in enumerate(zip(flatten(structure), types, shapes)):
+            if isinstance(leaf, DatasetLeaf):
+                comps.append(_ArgDataset(leaf))
+                self.dataset_args.append((i, comps[-1]))
+                continue
+            n = len(inputs)
+            if leaf is SPARSE:
+                inputs += [_placeholder(g, _dt.int64, TensorShape([None, s.ndims]),
+                                        f"arg{n}"),
+                           _placeholder(g, t, TensorShape([None]), f"arg{n + 1}"),
+                           _placeholder(g, _dt.int64, TensorShape([s.ndims]), f"arg{n + 2}")]
+                shape: Any = inputs[-1]
+                if s.is_fully_defined():  # a constant, as TF's static dense shape
+                    shape = convert_to_tensor(np.array(s.as_list(), np.int64))
+                comps.append(SparseTensor(inputs[-3], inputs[-2], shape))
+                if s.ndims is not None:
+                    comps[-1].set_shape(s)
+            else:
+                inputs.append(_placeholder(g, t, s, f"arg{n}"))
+                comps.append(inputs[-1])
+        return inputs, comps
+
+    def child_env(self, env: "Env", el: Any, outs: list[Any], dataset: "Dataset") -> "Env":
+        """The environment ``dataset`` (returned by this function for element ``el``, with
+        the function's outputs ``outs``) runs in."""
+        values: dict[Any, Any] = dict(zip(dataset._inputs(), outs))
+        for i, ds in self.dataset_args:
+            values[ds] = el[i]
+        return Env(values, env)
 
     def batched(self) -> "TracedFunction | None":
         """The same function on a batch of elements (components stacked along a new
@@ -241,7 +379,8 @@ class TracedFunction:
 
     def _make_batched(self) -> "TracedFunction | None":
         """The batched copy of this function's graph (see :meth:`batched`), or None."""
-        if self.dataset is not None or self.captured or not self.outputs:
+        if self.dataset is not None or self.captured or not self.outputs or \
+                any(self.in_flags) or any(self.out_flags) or self.dataset_args:
             return None
         inputs = set(self.inputs)
         for op in self.graph.get_operations():
@@ -316,6 +455,8 @@ class Env:
         self.state: dict[int, Any] = {}
         self._closers: list[Callable[[], None]] = parent._closers if parent else []
         self.closed = threading.Event() if parent is None else parent.closed
+        #: set under ``ignore_errors``: map and filter drop an element whose function fails
+        self.skip_errors: bool = parent.skip_errors if parent is not None else False
 
     def value(self, t: Any) -> Any:
         """The run-time value of a captured tensor (a non-tensor is its own value)."""
@@ -337,7 +478,9 @@ class Env:
             self._closers.append(sess.close)
         caps = [self.value(t) for t in fn.captured]
         try:
-            return entry[1](*flat, *caps)
+            outs = entry[1](*dense_components(flat), *caps)
+            return _collapse(fn.out_flags, outs, SparseTensorValue) \
+                if any(fn.out_flags) else outs
         except errors.OpError as e:
             raise type(e)(None, None, f"{e.message}\n\t [[in the `{fn.kind}` function of "
                           f"the dataset]]") from None
@@ -424,13 +567,17 @@ class ElementStructure:
     @property
     def output_classes(self) -> Any:
         """The class of each component (``tf.Tensor``), nested as the elements are."""
-        return pack_as(self._structure, [Tensor] * len(self._types))
+        return pack_as(self._structure, [
+            SparseTensor if leaf is SPARSE else Dataset if isinstance(leaf, DatasetLeaf)
+            else Tensor for leaf in flatten(self._structure)])
 
     @property
     def element_spec(self) -> Any:
-        """A ``tf.TensorSpec`` per component, nested as the elements are."""
-        spec = api_function("TensorSpec")
-        return pack_as(self._structure, [spec(s, t) for s, t in zip(self._shapes, self._types)])
+        """A ``tf.TensorSpec`` (``tf.SparseTensorSpec``) per component, nested as the
+        elements are."""
+        spec, sparse = api_function("TensorSpec"), api_function("SparseTensorSpec")
+        return pack_as(self._structure, [(sparse if sp else spec)(s, t) for sp, s, t in zip(
+            _sparse_flags(self._structure), self._shapes, self._types)])
 
 
 class Dataset(ElementStructure):
@@ -530,6 +677,49 @@ class Dataset(ElementStructure):
     def filter(self, predicate: Callable[..., Any]) -> "Dataset":
         """The elements for which ``predicate`` is True (a scalar bool)."""
         return _FilterDataset(self, predicate)
+
+    def filter_with_legacy_function(self, predicate: Callable[..., Any]) -> "Dataset":
+        """:meth:`filter` (TF 1.15's name for a function traced the legacy way)."""
+        return _FilterDataset(self, predicate)
+
+    @staticmethod
+    def list_files(file_pattern: Any, shuffle: bool | None = None,
+                   seed: int | None = None) -> "Dataset":
+        """The files matching ``file_pattern`` (string, list or string tensor), in a
+        random order each epoch unless ``shuffle=False`` (then sorted).
+        InvalidArgumentError ``No files matched pattern: ...`` when none match."""
+        from . import dataset_more  # cycle: dataset_more builds on this module
+        return dataset_more.list_files(file_pattern, shuffle, seed)
+
+    @staticmethod
+    def from_sparse_tensor_slices(sparse_tensor: Any) -> "Dataset":
+        """Per row of ``sparse_tensor``: ``(indices, values, dense_shape)`` of the row."""
+        from . import dataset_more  # cycle: dataset_more builds on this module
+        return dataset_more.from_sparse_tensor_slices(sparse_tensor)
+
+    def window(self, size: Any, shift: Any = None, stride: Any = 1,
+               drop_remainder: Any = False) -> "Dataset":
+        """Windows of ``size`` elements, ``stride`` apart, one starting every ``shift``
+        (default ``size``) elements; each component of a window element is a dataset,
+        consumed in ``flat_map`` (``ds.window(3).flat_map(lambda w: w.batch(3))``)."""
+        from . import dataset_more  # cycle: dataset_more builds on this module
+        return dataset_more._WindowDataset(self, size, shift, stride, drop_remainder)
+
+    def reduce(self, initial_state: Any, reduce_func: Callable[..., Any]) -> Any:
+        """``reduce_func(state, element)`` over every element from ``initial_state``:
+        the final state, as tensors."""
+        from . import dataset_more  # cycle: dataset_more builds on this module
+        return dataset_more.reduce(self, initial_state, reduce_func)
+
+    def shard(self, num_shards: Any, index: Any) -> "Dataset":
+        """Every ``num_shards``-th element, starting at element ``index``."""
+        from . import dataset_more  # cycle: dataset_more builds on this module
+        return dataset_more._ShardDataset(self, num_shards, index)
+
+    def enumerate(self, start: Any = 0) -> "Dataset":
+        """``(index, element)`` pairs, the int64 index counting from ``start``."""
+        from . import dataset_more  # cycle: dataset_more builds on this module
+        return dataset_more.enumerate_ds(self, start)
 
     def flat_map(self, map_func: Callable[..., Any]) -> "Dataset":
         """The elements of the datasets ``map_func`` returns for each element."""
@@ -637,13 +827,14 @@ class _TensorsDataset(Dataset):
         leaves = flatten(tensors)
         if not leaves:
             raise ValueError("Dataset elements must have at least one component")
-        ts = [_to_tensor(v, "dataset component") for v in leaves]
+        ts = [v if isinstance(v, SparseTensor) else _to_tensor(v, "dataset component")
+              for v in leaves]
         if slices:
             n = None
             for t in ts:
                 if t.shape.ndims == 0:
                     raise ValueError(f"Unbatching a tensor is only supported for rank >= 1 "
-                                     f"(component {t.name} is a scalar)")
+                                     f"(component {_name(t)} is a scalar)")
                 d = _dim0(t.shape)
                 if d is not None and n is not None and d != n:
                     raise ValueError(f"Dimensions {n} and {d} are not compatible")
@@ -654,25 +845,90 @@ class _TensorsDataset(Dataset):
             shapes = [t.shape for t in ts]
         super().__init__(_template(tensors), [t.dtype for t in ts], shapes)
         self._slices = slices
-        self._captured = ts
+        self._captured = [c for t in ts for c in ((t.indices, t.values, t.dense_shape)
+                                                  if isinstance(t, SparseTensor) else (t,))]
 
     def _elements(self, env: Env) -> Iterator[Flat]:
-        vals = [np.asarray(env.value(t)) for t in self._captured]
+        vals = _collapse(_sparse_flags(self._structure),
+                         [np.asarray(env.value(t)) for t in self._captured],
+                         SparseTensorValue)
         if not self._slices:
             yield tuple(vals)
             return
-        n = vals[0].shape[0]
+        n = _batch_dim(vals[0])
         for v in vals[1:]:
-            if v.shape[0] != n:
+            if _batch_dim(v) != n:
                 raise errors.InvalidArgumentError(
                     None, None, f"Dimensions of the components must all have the same "
-                    f"size in dimension 0: {n} vs. {v.shape[0]} (from_tensor_slices)")
+                    f"size in dimension 0: {n} vs. {_batch_dim(v)} (from_tensor_slices)")
+        parts = [list(sparse_rows(v)) if isinstance(v, SparseTensorValue) else v
+                 for v in vals]
         for i in range(n):
-            yield tuple(v[i] for v in vals)
+            yield tuple(v[i] for v in parts)
+
+
+def _name(t: Any) -> str:
+    return t.name if isinstance(t, Tensor) else "SparseTensor"
+
+
+def _batch_dim(v: Any) -> int:
+    return int(v.dense_shape[0]) if isinstance(v, SparseTensorValue) else np.shape(v)[0]
+
+
+def sparse_rows(v: SparseTensorValue) -> Iterator[SparseTensorValue]:
+    """The slices of a sparse value along its first dimension (TF's unbatch of a
+    SparseTensor: each has ``dense_shape[1:]``)."""
+    ind = np.asarray(v.indices, np.int64).reshape(-1, len(v.dense_shape))
+    vals, shape = np.asarray(v.values), np.asarray(v.dense_shape, np.int64)
+    rows = ind[:, 0] if len(ind) else np.zeros(0, np.int64)
+    for i in range(int(shape[0])):
+        sel = rows == i
+        yield SparseTensorValue(ind[sel][:, 1:], vals[sel], shape[1:])
+
+
+def sparse_stack(parts: list[SparseTensorValue]) -> SparseTensorValue:
+    """Sparse values batched as TF batches them: indices prefixed with the position in
+    the batch, dense_shape the batch size then each dimension's maximum.
+
+    :raises errors.InvalidArgumentError: when their ranks differ"""
+    ranks = {len(p.dense_shape) for p in parts}
+    if len(ranks) != 1:
+        raise errors.InvalidArgumentError(None, None, "Cannot batch sparse tensors of "
+                                          f"different ranks: {sorted(ranks)}")
+    rank = ranks.pop()
+    ind = [np.concatenate([np.full((len(p.values), 1), i, np.int64),
+                           np.asarray(p.indices, np.int64).reshape(-1, rank)], axis=1)
+           for i, p in enumerate(parts)]
+    shape = np.max(np.stack([np.asarray(p.dense_shape, np.int64) for p in parts]), axis=0) \
+        if rank else np.zeros(0, np.int64)
+    return SparseTensorValue(np.concatenate(ind).reshape(-1, rank + 1),
+                             np.concatenate([np.asarray(p.values) for p in parts]),
+                             np.concatenate([[len(parts)], shape]).astype(np.int64))
+
+
+class _ArgDataset(Dataset):
+    """The dataset a function receives for a dataset component: it reads the component's
+    elements from the environment the function's result runs in."""
+
+    def __init__(self, leaf: DatasetLeaf):
+        super().__init__(leaf.structure, leaf.types, leaf.shapes)
+
+    def _elements(self, env: Env) -> Iterator[Flat]:
+        e: Env | None = env
+        while e is not None:
+            if self in e.values:
+                yield from e.values[self]
+                return
+            e = e.parent
+        raise errors.InternalError(None, None, "a dataset argument was read outside the "
+                                   "function that received it")
 
 
 def _normalize_input(x: Any) -> Any:
-    """Nested tuples/dicts of values; a namedtuple keeps its class."""
+    """Nested tuples/dicts of values; a namedtuple keeps its class; a
+    SparseTensorValue becomes a SparseTensor (one component)."""
+    if isinstance(x, SparseTensorValue):
+        return SparseTensor.from_value(x)
     if isinstance(x, dict):
         return {k: _normalize_input(v) for k, v in x.items()}
     if isinstance(x, tuple):
@@ -780,7 +1036,8 @@ class _ConcatenateDataset(Dataset):
     def __init__(self, a: Dataset, b: Dataset):
         if not isinstance(b, Dataset):
             raise TypeError("`dataset` must be a Dataset")
-        if not _same_structure(a._structure, b._structure) or a._types != b._types:
+        if not _same_structure(a._structure, b._structure) or a._types != b._types or \
+                _sparse_flags(a._structure) != _sparse_flags(b._structure):
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{a.output_types} and {b.output_types}")
         shapes = [_most_specific_compatible(x, y) for x, y in zip(a._shapes, b._shapes)]
@@ -807,7 +1064,13 @@ class _MapDataset(Dataset):
     def _elements(self, env: Env) -> Iterator[Flat]:
         fn = self._fn
         for el in self._input_datasets[0]._elements(env):
-            yield tuple(env.call(fn, el))
+            try:
+                out = env.call(fn, el)
+            except errors.OpError:
+                if env.skip_errors:
+                    continue
+                raise
+            yield tuple(out)
 
 
 class _FilterDataset(Dataset):
@@ -822,7 +1085,13 @@ class _FilterDataset(Dataset):
 
     def _elements(self, env: Env) -> Iterator[Flat]:
         for el in self._input_datasets[0]._elements(env):
-            if bool(np.asarray(env.call(self._fn, el)[0])):
+            try:
+                keep = bool(np.asarray(env.call(self._fn, el)[0]))
+            except errors.OpError:
+                if env.skip_errors:
+                    continue
+                raise
+            if keep:
                 yield el
 
 
@@ -849,11 +1118,10 @@ class _InterleaveDataset(Dataset):
             raise errors.InvalidArgumentError(
                 None, None, "cycle_length and block_length must be greater than zero.")
         src = self._input_datasets[0]._elements(env)
-        inner_inputs = self._inner._inputs()
 
         def open_next() -> Iterator[Flat] | None:
             for el in src:
-                child = Env(dict(zip(inner_inputs, env.call(self._fn, el))), env)
+                child = self._fn.child_env(env, el, env.call(self._fn, el), self._inner)
                 return self._inner._elements(child)
             return None
 
@@ -896,6 +1164,8 @@ class _BatchDataset(Dataset):
         if not isinstance(batch_size, Tensor):
             static = int(batch_size)
         self._padded = padded_shapes is not None
+        if self._padded and any(_sparse_flags(src._structure)):
+            raise TypeError("Batching of padded sparse tensors is not currently supported")
         shapes = list(src._shapes)
         self._pad_values: list[Any] = []
         if self._padded:
@@ -954,9 +1224,16 @@ class _BatchDataset(Dataset):
             yield self._stack(buf) if fn is None else tuple(env.call(fn, self._stack(buf)))
 
     def _stack(self, buf: list[Flat]) -> Flat:
+        """Elements stacked (or padded) per component; sparse ones batched as TF does.
+
+        :raises errors.InvalidArgumentError: when dense components differ in shape"""
         out = []
         for c in range(len(buf[0])):
-            parts = [np.asarray(e[c]) for e in buf]
+            if isinstance(buf[0][c], SparseTensorValue):
+                out.append(sparse_stack([e[c] for e in buf]))
+                continue
+            parts = [np.asarray(e[c], dtype=object if self._types[c] is _dt.string else None)
+                     for e in buf]  # (bytes as 'S' would lose trailing NULs)
             if self._padded:
                 out.append(self._pad(parts, c))
                 continue
@@ -998,10 +1275,12 @@ class _UnbatchDataset(Dataset):
 
     def _elements(self, env: Env) -> Iterator[Flat]:
         for el in self._input_datasets[0]._elements(env):
-            n = el[0].shape[0]
-            if any(np.shape(c)[0] != n for c in el):
+            n = _batch_dim(el[0])
+            if any(_batch_dim(c) != n for c in el):
                 raise errors.InvalidArgumentError(None, None, "Input element must have the "
                                                   "same batch size in each component.")
+            el = tuple(list(sparse_rows(c)) if isinstance(c, SparseTensorValue) else c
+                       for c in el)
             for i in range(n):
                 yield tuple(c[i] for c in el)
 

@@ -12,16 +12,50 @@ from typing import Any
 from ..base import dtypes as _dt
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
 from ..framework.graph import Tensor, apply_op, get_default_graph, name_scope
-from .dataset import (Dataset, ElementStructure, _same_structure, flatten, pack_as,
-                      register_dataset)
+from ..framework.sparse_tensor import SparseTensor
+from .dataset import (SPARSE, Dataset, ElementStructure, _collapse, _same_structure,
+                      _sparse_flags, flatten, op_types_shapes, pack_as, register_dataset)
 
-__all__ = ["Iterator", "make_one_shot_iterator", "make_initializable_iterator",
+__all__ = ["Iterator", "make_one_shot_iterator", "make_initializable_iterator", "pack_outputs",
            "get_output_types", "get_output_shapes", "get_output_classes"]
 
 
 
 def _shapes_list(shapes: list[TensorShape]) -> list[Any]:
     return [s if s.ndims is not None else unknown_shape() for s in shapes]
+
+
+def _structure_of(output_types: Any, output_classes: Any) -> Any:
+    """The element template: SPARSE where ``output_classes`` says SparseTensor."""
+    n = len(flatten(output_types))
+    if output_classes is None:
+        return pack_as(output_types, [None] * n)
+    classes = flatten(output_classes)
+    if len(classes) != n:
+        raise TypeError("output_types and output_classes must have the same structure")
+    return pack_as(output_types, [SPARSE if c is SparseTensor else None for c in classes])
+
+
+def pack_outputs(structure: Any, shapes: list[TensorShape], outs: Any) -> Any:
+    """An op's outputs carrying elements of ``structure`` (:func:`op_types_shapes`)
+    nested as the elements are, three for each SparseTensor."""
+    if isinstance(outs, Tensor):
+        outs = [outs]
+    outs = list(outs)
+    flags = _sparse_flags(structure)
+    if any(flags):
+        sparse_shapes = iter([s for s, sp in zip(shapes, flags) if sp])
+        outs = _collapse(flags, outs, lambda *p: _sparse_from(next(sparse_shapes))(*p))
+    return pack_as(structure, outs)
+
+
+def _sparse_from(shape: TensorShape) -> Any:
+    def make(indices: Tensor, values: Tensor, dense_shape: Tensor) -> SparseTensor:
+        sp = SparseTensor(indices, values, dense_shape)
+        if shape.ndims is not None:
+            sp.set_shape(shape)
+        return sp
+    return make
 
 
 class Iterator(ElementStructure):
@@ -32,7 +66,7 @@ class Iterator(ElementStructure):
                  output_shapes: Any, output_classes: Any = None):
         self._resource = iterator_resource
         self._initializer = initializer
-        self._structure = pack_as(output_types, [None] * len(flatten(output_types)))
+        self._structure = _structure_of(output_types, output_classes)
         self._types = [_dt.as_dtype(t).base_dtype for t in flatten(output_types)]
         self._shapes = [as_shape(s) for s in flatten(output_shapes)] \
             if output_shapes is not None else [unknown_shape()] * len(self._types)
@@ -55,9 +89,10 @@ class Iterator(ElementStructure):
                 raise TypeError("output_types and output_shapes must have the same "
                                 "structure")
             shapes = [as_shape(s) for s in flatten(output_shapes)]
-        handle = _iterator_handle(types, shapes, shared_name or "", "Iterator")
-        return Iterator(handle, None, output_types, pack_as(
-            pack_as(output_types, [None] * len(types)), shapes))
+        structure = _structure_of(output_types, output_classes)
+        handle = _iterator_handle(structure, types, shapes, shared_name or "", "Iterator")
+        return Iterator(handle, None, output_types, pack_as(structure, shapes),
+                        output_classes)
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -79,7 +114,8 @@ class Iterator(ElementStructure):
                 len(self._types) != len(dataset._types):
             raise TypeError(f"Expected output types {self.output_types} but got dataset "
                             f"with output types {dataset.output_types}.")
-        if self._types != dataset._types:
+        if self._types != dataset._types or \
+                _sparse_flags(self._structure) != _sparse_flags(dataset._structure):
             raise TypeError(f"Expected output types {self.output_types} but got dataset "
                             f"with output types {dataset.output_types}.")
         for a, b in zip(self._shapes, dataset._shapes):
@@ -95,12 +131,11 @@ class Iterator(ElementStructure):
     def get_next(self, name: str | None = None) -> Any:
         """The tensors of the next element, nested as the dataset's elements are."""
         self._get_next_calls += 1
+        types, shapes = op_types_shapes(self._structure, self._types, self._shapes)
         outs = apply_op("IteratorGetNext", name=name or "IteratorGetNext",
-                        iterator=self._resource, output_types=self._types,
-                        output_shapes=_shapes_list(self._shapes))
-        if isinstance(outs, Tensor):
-            outs = [outs]
-        return pack_as(self._structure, list(outs))
+                        iterator=self._resource, output_types=types,
+                        output_shapes=_shapes_list(shapes))
+        return pack_outputs(self._structure, self._shapes, outs)
 
     def string_handle(self, name: str | None = None) -> Tensor:
         """A string naming this iterator, for :meth:`from_string_handle` iterators."""
@@ -113,14 +148,17 @@ class Iterator(ElementStructure):
         types = [_dt.as_dtype(t).base_dtype for t in flatten(output_types)]
         shapes = [unknown_shape()] * len(types) if output_shapes is None else \
             [as_shape(s) for s in flatten(output_shapes)]
+        structure = _structure_of(output_types, output_classes)
+        op_types, op_shapes = op_types_shapes(structure, types, shapes)
         handle = apply_op("IteratorFromStringHandleV2", string_handle=string_handle,
-                          output_types=types, output_shapes=_shapes_list(shapes))
-        return Iterator(handle, None, output_types,
-                        pack_as(pack_as(output_types, [None] * len(types)), shapes))
+                          output_types=op_types, output_shapes=_shapes_list(op_shapes))
+        return Iterator(handle, None, output_types, pack_as(structure, shapes),
+                        output_classes)
 
 
-def _iterator_handle(types: list[_dt.DType], shapes: list[TensorShape], shared_name: str,
-                     name: str) -> Tensor:
+def _iterator_handle(structure: Any, types: list[_dt.DType], shapes: list[TensorShape],
+                     shared_name: str, name: str) -> Tensor:
+    types, shapes = op_types_shapes(structure, types, shapes)
     g = get_default_graph()
     with g.control_dependencies(None):
         return apply_op("IteratorV2", name=name, shared_name=shared_name, container="",
@@ -132,9 +170,10 @@ def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None
     if not isinstance(dataset, Dataset):
         raise TypeError(f"expected a Dataset, got {type(dataset).__name__}")
     with name_scope("Iterator"):
-        handle = _iterator_handle(dataset._types, dataset._shapes, shared_name or "",
-                                  "Iterator")
-        it = Iterator(handle, None, dataset.output_types, dataset.output_shapes)
+        handle = _iterator_handle(dataset._structure, dataset._types, dataset._shapes,
+                                  shared_name or "", "Iterator")
+        it = Iterator(handle, None, dataset.output_types, dataset.output_shapes,
+                      dataset.output_classes)
         it._initializer = it.make_initializer(dataset, name="MakeIterator")
     return it
 
@@ -151,10 +190,11 @@ def make_one_shot_iterator(dataset: Dataset) -> Iterator:
             raise ValueError(f"Cannot capture a placeholder (name:{t.op.name}, type:"
                              f"{t.op.type}) by value.")
     token = register_dataset(dataset, get_default_graph())
+    types, shapes = op_types_shapes(dataset._structure, dataset._types, dataset._shapes)
     handle = apply_op("OneShotIterator", name="OneShotIterator", arguments=inputs,
-                      dataset=token, output_types=dataset._types,
-                      output_shapes=_shapes_list(dataset._shapes))
-    return Iterator(handle, None, dataset.output_types, dataset.output_shapes)
+                      dataset=token, output_types=types, output_shapes=_shapes_list(shapes))
+    return Iterator(handle, None, dataset.output_types, dataset.output_shapes,
+                    dataset.output_classes)
 
 
 def get_output_types(dataset_or_iterator: Any) -> Any:

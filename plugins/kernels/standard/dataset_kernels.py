@@ -1,7 +1,10 @@
 """The ops of ``tf.data`` iterators (TF's names): ``IteratorV2`` and ``OneShotIterator``
 hold an iterator's state in the device's resource manager, ``MakeIterator`` starts it on
 a dataset, ``IteratorGetNext`` reads the next element, ``IteratorToStringHandle`` /
-``IteratorFromStringHandleV2`` name it for feedable iterators.
+``IteratorFromStringHandleV2`` name it for feedable iterators. The ops that run a whole
+dataset at once: ``DatasetToSingleElement`` (``get_single_element``, ``Dataset.reduce``),
+``DatasetCardinality`` and ``DatasetToTFRecord`` (``TFRecordWriter.write``). This module
+also publishes :mod:`flowrt.inputs.dataset_more` (``tf.data.experimental``).
 
 A dataset is a description built in Python (:mod:`flowrt.inputs.dataset`); these ops
 name it by their ``dataset`` attr and receive the graph tensors it captured as their
@@ -19,11 +22,14 @@ import numpy as np
 
 from flowrt import dtypes as _dt
 from flowrt import errors
-from flowrt.inputs.dataset import Env, lookup_dataset
+from flowrt.framework.tf_record import TFRecordWriter as _RecordWriter
+from flowrt.inputs import dataset_more
+from flowrt.inputs.dataset import Env, dense_components, lookup_dataset
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
-from ._common import ks
+from ._common import ks, publish
+from .top_level_specs import SparseTensorSpec, TensorSpec
 
 __all__: list[str] = []
 
@@ -79,6 +85,7 @@ class _IteratorResource:
         return self._check(el)
 
     def _check(self, el: tuple) -> tuple:
+        el = dense_components(el)
         if len(el) != len(self.types):
             raise errors.InvalidArgumentError(
                 None, None, f"The iterator expects {len(self.types)} components but the "
@@ -169,8 +176,15 @@ def _make_handle(ctx: Any) -> Any:
         return rm.lookup_or_create(container, name, make)
 
     if not shared:
-        weakref.finalize(lookup, _drop, rm, container, name)
+        weakref.finalize(lookup, _drop_later, rm, container, name)
     return lookup
+
+
+def _drop_later(rm: Any, container: str, name: str) -> None:
+    """Drop the resource on another thread: a finalizer may run inside a garbage
+    collection that started while this thread held the resource manager's lock."""
+    threading.Thread(target=_drop, args=(rm, container, name), daemon=True,
+                     name="flowrt-iterator-drop").start()
 
 
 def _drop(rm: Any, container: str, name: str) -> None:
@@ -228,8 +242,26 @@ ks.op(
                  "output_shapes: list(shape) >= 0 = []"], is_stateful=True,
           shape_fn=_scalar, doc="The iterator a string handle names."),
 )
+ks.op(
+    OpDef("DatasetToSingleElement", inputs=["arguments: Targuments"],
+          outputs=["components: output_types"],
+          attrs=["dataset: string", "Targuments: list(type) >= 0", *_IT_ATTRS],
+          is_stateful=True, shape_fn=_get_next_shapes,
+          doc="The only element of the dataset named by the ``dataset`` attr."),
+    OpDef("DatasetCardinality", inputs=["arguments: Targuments"],
+          outputs=["cardinality: int64"],
+          attrs=["dataset: string", "Targuments: list(type) >= 0"], is_stateful=True,
+          shape_fn=_scalar, doc="The number of elements of the dataset (-1: infinite, "
+                                "-2: unknown)."),
+    OpDef("DatasetToTFRecord", inputs=["filename: string", "compression_type: string",
+                                       "arguments: Targuments"],
+          attrs=["dataset: string", "Targuments: list(type) >= 0"], is_stateful=True,
+          shape_fn=_no_outputs,
+          doc="Writes the dataset's string elements as the records of a TFRecord file."),
+)
 ks.not_differentiable("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGetNext",
-                      "IteratorToStringHandle", "IteratorFromStringHandleV2")
+                      "IteratorToStringHandle", "IteratorFromStringHandleV2",
+                      "DatasetToSingleElement", "DatasetCardinality", "DatasetToTFRecord")
 
 
 # =======================================================================================
@@ -306,3 +338,78 @@ def _from_string_handle_kernel(ctx: Any) -> Any:
         return r
 
     return compute
+
+
+def _run_dataset(token: str, args: tuple) -> tuple[Any, Env]:
+    ds = lookup_dataset(token)
+    return ds, Env(dict(zip(ds._inputs(), args)))
+
+
+def _python_errors(e: Exception) -> errors.OpError:
+    return e if isinstance(e, errors.OpError) else _op_error(e)
+
+
+@ks.kernel("DatasetToSingleElement", device_type="CPU")
+def _single_element_kernel(ctx: Any) -> Any:
+    token = _text(ctx.attrs["dataset"])
+    types, shapes = _types_shapes(ctx.attrs)
+    n = len(types)
+
+    def compute(*args: Any) -> Any:
+        ds, env = _run_dataset(token, args)
+        check = _IteratorResource("single_element", types, shapes)
+        try:
+            it = ds._elements(env)
+            first = next(it, None)
+            if first is None:
+                raise errors.InvalidArgumentError(None, None, "Dataset was empty.")
+            if next(it, None) is not None:
+                raise errors.InvalidArgumentError(None, None,
+                                                  "Dataset had more than one element.")
+            el = check._check(first)
+        except Exception as e:  # noqa: BLE001 - a Python error in a dataset's code
+            raise _python_errors(e) from None
+        finally:
+            env.close()
+        return el[0] if n == 1 else el
+
+    return compute
+
+
+@ks.kernel("DatasetCardinality", device_type="CPU")
+def _cardinality_kernel(ctx: Any) -> Any:
+    token = _text(ctx.attrs["dataset"])
+
+    def compute(*args: Any) -> Any:
+        ds, env = _run_dataset(token, args)
+        try:
+            return np.int64(dataset_more.count_elements(ds, env))
+        finally:
+            env.close()
+
+    return compute
+
+
+@ks.kernel("DatasetToTFRecord", device_type="CPU")
+def _to_tfrecord_kernel(ctx: Any) -> Any:
+    token = _text(ctx.attrs["dataset"])
+
+    def compute(filename: Any, compression: Any, *args: Any) -> None:
+        ds, env = _run_dataset(token, args)
+        comp = _text(np.asarray(compression, dtype=object).item())
+        try:
+            with _RecordWriter(_text(np.asarray(filename, dtype=object).item()),
+                               comp or None) as w:
+                for el in ds._elements(env):
+                    w.write(np.asarray(el[0], dtype=object).item())
+        except Exception as e:  # noqa: BLE001 - a Python error in a dataset's code
+            raise _python_errors(e) from None
+        finally:
+            env.close()
+
+    return compute
+
+
+publish(dataset_more)
+ks.export("data.experimental.TensorStructure", TensorSpec)
+ks.export("data.experimental.SparseTensorStructure", SparseTensorSpec)
