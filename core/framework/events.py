@@ -466,7 +466,10 @@ def _as_bytes(value: Any) -> bytes:
 
 def _meta_graph_of(graph_def: Any) -> meta_graph_pb2.MetaGraphDef:
     mg = meta_graph_pb2.MetaGraphDef()
-    mg.meta_info_def.tensorflow_version = f"flowrt {VERSION}"
+    # TF parses tensorflow_version as a version number (the TF API flowrt follows);
+    # flowrt's own version goes in the git-version field
+    mg.meta_info_def.tensorflow_version = "1.15.0"
+    mg.meta_info_def.tensorflow_git_version = f"flowrt {VERSION}"
     if isinstance(graph_def, graph_def_pb2.GraphDef):
         mg.graph_def.CopyFrom(graph_def)
     else:

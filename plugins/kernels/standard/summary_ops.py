@@ -192,22 +192,20 @@ def histogram_proto(values: Any) -> summary_pb2.HistogramProto:
     pairwise beyond); each run of empty buckets collapsed into one entry at the run's
     last limit."""
     x = np.asarray(values).reshape(-1)
+    h = summary_pb2.HistogramProto()
+    if 0 < x.size <= _SEARCH_MAX:
+        _small_histogram(h, x)
+        return h
     wide, tmp, idx, flag = _buffers(x.size)
     if x.dtype in (np.float32, np.float16):  # exact in float32: the small table
         v = np.ascontiguousarray(x, dtype=np.float32)
     else:
         v = wide
         np.copyto(v, x, casting="unsafe")
-    if v.size <= _SEARCH_MAX:  # a binary search per value: fewer calls for a few values
-        found = np.searchsorted(_LIMITS, v, side="right")
-        counts = np.bincount(np.minimum(found, len(_LIMITS) - 1, out=found),
-                             minlength=len(_LIMITS))
-    else:
-        counts = _bucket_counts(v, tmp, idx, flag)
+    counts = _bucket_counts(v, tmp, idx, flag)
     keep = counts > 0
     keep[:-1] |= keep[1:].copy()
     keep[-1] = True
-    h = summary_pb2.HistogramProto()
     if v.size:
         h.min, h.max = float(v.min()), float(v.max())
         with np.errstate(over="ignore", invalid="ignore"):  # sums may overflow, as TF's
@@ -224,6 +222,36 @@ def histogram_proto(values: Any) -> summary_pb2.HistogramProto:
     h.bucket_limit.extend(_LIMITS[keep].tolist())
     h.bucket.extend(counts[keep].astype(np.float64).tolist())
     return h
+
+
+_LIMIT_LIST = _LIMITS.tolist()
+
+
+def _small_histogram(h: summary_pb2.HistogramProto, x: np.ndarray) -> None:
+    """:func:`histogram_proto` of a few finite values, mostly in Python: a binary
+    search gives each value's bucket, and the sums are added in order in double (Python
+    floats) exactly as TF adds them; a dozen numpy calls over the 1549 buckets would
+    cost more than the values themselves."""
+    last = len(_LIMIT_LIST) - 1
+    values = x.tolist()
+    found = np.searchsorted(_LIMITS, x, side="right").tolist()
+    counts: dict[int, int] = {}
+    for b in found:
+        b = last if b > last else b
+        counts[b] = counts.get(b, 0) + 1
+    kept = set(counts)
+    kept.update(b - 1 for b in counts if b > 0)
+    kept.add(last)
+    total = squares = 0.0
+    for v in values:
+        total += v
+        squares += v * v
+    h.min, h.max = float(min(values)), float(max(values))
+    h.num = float(len(values))
+    h.sum, h.sum_squares = total, squares
+    order = sorted(kept)
+    h.bucket_limit.extend([_LIMIT_LIST[b] for b in order])
+    h.bucket.extend([float(counts.get(b, 0)) for b in order])
 
 
 def encode_wav(samples: np.ndarray, sample_rate: int) -> bytes:
