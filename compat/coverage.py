@@ -23,7 +23,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 MODULES = ["", "nn", "nn.rnn_cell", "layers", "losses", "metrics", "math", "linalg",
            "image", "sparse", "strings", "compat", "signal", "spectral", "debugging",
            # issue 17: input pipelines, summaries, the program shell
-           "data", "io", "python_io", "summary", "app", "flags", "logging", "gfile"]
+           "data", "data.experimental", "io", "python_io", "summary", "app", "flags",
+           "logging", "gfile", "queue",
+           # issue 18: TF's files
+           "train", "saved_model", "graph_util"]
 
 _TF2 = "TF 2.x only (not in TF 1.15)"
 
@@ -94,6 +97,24 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "io": {"RaggedFeature": _TF2 + "; flowrt has no RaggedTensor", "decode_webp": _TF2,
            "decode_jxl": _TF2},
     "data": {"ThreadingOptions": _TF2 + " (TF 1.15 has it as tf.data.experimental.ThreadingOptions)"},
+    "data.experimental": {**{n: _TF2 for n in (
+        "AutoShardPolicy", "AutotuneAlgorithm", "AutotuneOptions", "DatasetInitializer",
+        "ExternalStatePolicy", "SHARD_HINT", "ServiceOptions", "distributed_save",
+        "enable_debug_mode", "from_list", "from_variant", "to_variant", "get_model_proto",
+        "get_structure", "index_table_from_dataset", "table_from_dataset",
+        "pad_to_cardinality", "service", "snapshot")},
+        "RaggedTensorStructure": _TF2 + "; flowrt has no RaggedTensor",
+        "dense_to_ragged_batch": _TF2 + "; flowrt has no RaggedTensor"},
+    "saved_model": {n: _TF2 + " (object-based SavedModel)" for n in (
+        "Asset", "SaveOptions", "experimental", "load_v2", "save")},
+    "train": {
+        "sdca_fprint": "SDCA linear-model ops (used by contrib/estimator only)",
+        "sdca_optimizer": "SDCA linear-model ops (used by contrib/estimator only)",
+        "sdca_shrink_l1": "SDCA linear-model ops (used by contrib/estimator only)",
+        "do_quantize_training_on_graphdef": "deprecated quantized-training rewrite; "
+                                            "quantized dtypes are out of scope",
+        "experimental": "mixed-precision loss scaling; float16 rewrite is out of scope",
+    },
 }
 
 

@@ -1,7 +1,7 @@
 """Write the TFRecord fixtures of tests/test_tf_record.py and tests/test_parsing_ops.py
 with TensorFlow, so flowrt's tests check reading TF's own bytes without TensorFlow.
 
-    cd /work/main && ../tf-venv/bin/python compat/make_record_fixtures.py
+    ../tf-venv/bin/python compat/make_record_fixtures.py
 
 Writes into tests/data/records/: ``examples.tfrecord`` (plain), ``examples.tfrecord.gz``
 (GZIP) and ``examples.tfrecord.zlib`` (ZLIB), each the same three ``tf.train.Example``

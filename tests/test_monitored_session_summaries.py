@@ -230,3 +230,18 @@ def test_non_chief_writes_no_summaries(tmp_path):
                     save_summaries_steps=1) as worker:
                 worker.run(train, {x: X})
     assert not os.path.exists(tmp_path / "w")
+
+
+def test_hook_run_options_are_merged_and_get_run_metadata(tmp_path):
+    """As TF's _HookedSession: the hooks' RunOptions are merged (the highest trace level
+    wins) and a RunMetadata is made when the caller passed none, so ProfilerHook writes
+    its timelines inside a monitored session."""
+    with tf.Graph().as_default():
+        gs = tf.train.get_or_create_global_step()
+        step = tf.assign_add(gs, 1)
+        hook = tf.train.ProfilerHook(save_steps=2, output_dir=str(tmp_path))
+        with tf.train.MonitoredSession(hooks=[hook]) as sess:
+            for _ in range(4):
+                sess.run(step)
+    written = sorted(p.name for p in tmp_path.glob("timeline-*.json"))
+    assert written and all(p.stat().st_size > 0 for p in tmp_path.glob("timeline-*.json"))

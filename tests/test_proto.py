@@ -29,6 +29,7 @@ MODULES = [
     "node_def",
     "op_def",
     "rewriter_config",
+    "saved_model",
     "saver",
     "service",
     "step_stats",

@@ -33,7 +33,11 @@ def test_saved_under_full_name(tmp_path, sharded):
     r = tf.train.NewCheckpointReader(path)
     assert r.has_tensor("emb") and not r.has_tensor("emb/part_0")
     assert r.get_variable_to_dtype_map()["emb"] == tf.float32
-    assert r.debug_string() == b"emb (float32) [6,2]\nw (float32) [3]\n"
+    # TF's DebugString: a line per row (slices under their binary keys), no header
+    lines = r.debug_string().splitlines()
+    assert lines[-1] == b"w (DT_FLOAT) [3]" and len(lines) == 4
+    assert all(ln.startswith(b"\x00emb\x00") and ln.endswith(b" (DT_FLOAT) [2,2]")
+               for ln in lines[:3])
 
 
 @pytest.mark.parametrize("parts", [1, 2, 4])
@@ -148,3 +152,25 @@ def test_tf_fixture_restore():
             saver.restore(sess, base)
             np.testing.assert_array_equal(sess.run(emb.as_tensor()), want)
             np.testing.assert_array_equal(sess.run(w), [1, 2, 3])
+
+
+def test_slots_of_a_partitioned_variable_are_slices_of_one_slot_variable(tmp_path):
+    """As TF's slot_creator: the Adam slots of a partitioned variable are saved as slices
+    of ``<full name>/Adam`` and ``/Adam_1`` (the names a TF checkpoint holds), not as
+    variables of their own per partition."""
+    with tf.Graph().as_default():
+        emb = tf.get_variable("emb", [10, 4], initializer=tf.ones_initializer(),
+                              partitioner=tf.fixed_size_partitioner(2))
+        loss = tf.reduce_sum(tf.nn.embedding_lookup(emb, [1, 7]))
+        tf.train.AdamOptimizer(0.1).minimize(loss)
+        infos = {v.op.name: v._get_save_slice_info() for v in tf.global_variables()}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    adam = infos["emb/part_1/Adam"]
+    assert (adam.full_name, adam.full_shape, adam.var_offset, adam.var_shape) == \
+        ("emb/Adam", [10, 4], [5, 0], [5, 4])
+    assert infos["emb/part_0/Adam_1"].full_name == "emb/Adam_1"
+    saved = dict(tf.train.list_variables(path))
+    assert saved["emb/Adam"] == [10, 4] and saved["emb/Adam_1"] == [10, 4]
+    assert not any("part_" in name for name in saved)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from ..base import dtypes as _dt
+from ..base import errors
 from ..base.tensor_codec import (AttrValue, GRAPH_DEF_VERSION,
                                  GRAPH_DEF_VERSION_MIN_CONSUMER,
                                  GRAPH_DEF_VERSION_MIN_PRODUCER, GraphDef,
@@ -35,7 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "make_tensor_proto", "make_ndarray", "attr_value_of", "python_attr_of", "node_def_of",
-    "graph_to_graph_def", "import_graph_def", "GRAPH_DEF_VERSION",
+    "graph_to_graph_def", "import_graph_def", "check_ops_registered",
+    "UnregisteredOpsError", "GRAPH_DEF_VERSION",
     "GRAPH_DEF_VERSION_MIN_CONSUMER", "GRAPH_DEF_VERSION_MIN_PRODUCER",
 ]
 
@@ -219,6 +221,58 @@ def _find_cycle(remaining: set[str], preds: Mapping[str, list[str]]) -> list[str
     return path[seen[cur]:] + [cur]
 
 
+#: attrs newer TensorFlow versions write that only hint at an optimisation (the MatMuls of
+#: a gradient): dropped on import where the runtime's op definition has no such attr
+_HINT_ATTRS = {"MatMul": ("grad_a", "grad_b"), "BatchMatMulV2": ("grad_x", "grad_y"),
+               "BatchMatMulV3": ("grad_x", "grad_y")}
+
+
+def _without_hint_attrs(graph_def: GraphDef, op_defs: Mapping[str, Any]) -> GraphDef:
+    """``graph_def``, or a copy without the :data:`_HINT_ATTRS` our op definitions lack."""
+    def drop(node: NodeDef) -> list[str]:
+        od = op_defs.get(node.op)
+        return [k for k in _HINT_ATTRS.get(node.op, ())
+                if k in node.attr and (od is None or k not in od.attrs)]
+
+    if not any(drop(n) for n in graph_def.node if n.op in _HINT_ATTRS):
+        return graph_def
+    copy = GraphDef()
+    copy.CopyFrom(graph_def)
+    for n in copy.node:
+        for k in drop(n) if n.op in _HINT_ATTRS else ():
+            del n.attr[k]
+    return copy
+
+
+class UnregisteredOpsError(errors.NotFoundError, ValueError):
+    """A GraphDef uses op types no loaded kernel set registers (TensorFlow raises
+    ``NotFoundError``; a ``ValueError`` too, as flowrt's import raised before)."""
+
+
+def check_ops_registered(graph_def: Any, runtime: Any) -> None:
+    """Raise :class:`UnregisteredOpsError` naming every op type of ``graph_def`` that
+    ``runtime`` does not register, sorted, each with a node
+    that uses it, in one message."""
+    known = runtime.op_defs
+    missing: dict[str, str] = {}
+    for node in graph_def.node:
+        if node.op not in known:
+            missing.setdefault(node.op, node.name)
+    if not missing:
+        return
+    lines = []
+    for op_type in sorted(missing):
+        try:
+            runtime.op_def(op_type)
+            why = f"Op type not registered '{op_type}'"
+        except ValueError as e:
+            why = str(e)
+        lines.append(f"  Node '{missing[op_type]}' (op '{op_type}'): {why}")
+    raise UnregisteredOpsError(
+        None, None, f"The GraphDef uses {len(missing)} op type(s) that no loaded kernel set "
+        f"registers: {', '.join(sorted(missing))}\n" + "\n".join(lines))
+
+
 def _rollback(graph: "Graph", created: Sequence["Operation"]) -> None:
     """Remove ops added by a failed import so the graph is left as it was."""
     for op in reversed(created):
@@ -261,6 +315,8 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
     :returns: the list of requested Operations/Tensors, or None without
         ``return_elements``
     :raises TypeError: for arguments of the wrong type
+    :raises NotFoundError: naming every op type the runtime does not register, with a
+        node each (:class:`UnregisteredOpsError`, also a ``ValueError``)
     :raises ValueError: for an invalid GraphDef (naming the node): unknown op types or
         attrs, missing inputs, a cycle, dtype mismatches, and for ``input_map`` keys not
         found in the GraphDef
@@ -292,6 +348,8 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
     if GRAPH_DEF_VERSION in list(v.bad_consumers):
         raise ValueError(f"GraphDef disallows consumer version {GRAPH_DEF_VERSION}")
 
+    check_ops_registered(graph_def, runtime)
+    graph_def = _without_hint_attrs(graph_def, runtime.op_defs)
     if producer_op_list is not None:
         copy = GraphDef()
         copy.CopyFrom(graph_def)

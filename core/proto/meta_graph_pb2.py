@@ -22,12 +22,16 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from flowrt.proto import graph_def_pb2 as flowrt_dot_proto_dot_graph__def__pb2
 from flowrt.proto import op_def_pb2 as flowrt_dot_proto_dot_op__def__pb2
 from flowrt.proto import saver_pb2 as flowrt_dot_proto_dot_saver__pb2
+from flowrt.proto import tensor_pb2 as flowrt_dot_proto_dot_tensor__pb2
+from flowrt.proto import tensor_shape_pb2 as flowrt_dot_proto_dot_tensor__shape__pb2
+from flowrt.proto import types_pb2 as flowrt_dot_proto_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x66lowrt/proto/meta_graph.proto\x12\x06\x66lowrt\x1a\x1c\x66lowrt/proto/graph_def.proto\x1a\x19\x66lowrt/proto/op_def.proto\x1a\x18\x66lowrt/proto/saver.proto\"\xdf\x03\n\x0cMetaGraphDef\x12\x37\n\rmeta_info_def\x18\x01 \x01(\x0b\x32 .flowrt.MetaGraphDef.MetaInfoDef\x12#\n\tgraph_def\x18\x02 \x01(\x0b\x32\x10.flowrt.GraphDef\x12#\n\tsaver_def\x18\x03 \x01(\x0b\x32\x10.flowrt.SaverDef\x12?\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32\'.flowrt.MetaGraphDef.CollectionDefEntry\x1a\xbd\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12(\n\x10stripped_op_list\x18\x02 \x01(\x0b\x32\x0e.flowrt.OpList\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aK\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.flowrt.CollectionDef:\x02\x38\x01\"\xe8\x02\n\rCollectionDef\x12\x33\n\tnode_list\x18\x01 \x01(\x0b\x32\x1e.flowrt.CollectionDef.NodeListH\x00\x12\x35\n\nbytes_list\x18\x02 \x01(\x0b\x32\x1f.flowrt.CollectionDef.BytesListH\x00\x12\x35\n\nint64_list\x18\x03 \x01(\x0b\x32\x1f.flowrt.CollectionDef.Int64ListH\x00\x12\x35\n\nfloat_list\x18\x04 \x01(\x0b\x32\x1f.flowrt.CollectionDef.FloatListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x42\x06\n\x04kind\"\x99\x01\n\x0bVariableDef\x12\x15\n\rvariable_name\x18\x01 \x01(\t\x12\x18\n\x10initializer_name\x18\x02 \x01(\t\x12\x15\n\rsnapshot_name\x18\x03 \x01(\t\x12\x13\n\x0bis_resource\x18\x05 \x01(\x08\x12\x1a\n\x12initial_value_name\x18\x06 \x01(\t\x12\x11\n\ttrainable\x18\x07 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x66lowrt/proto/meta_graph.proto\x12\x06\x66lowrt\x1a\x19google/protobuf/any.proto\x1a\x1c\x66lowrt/proto/graph_def.proto\x1a\x19\x66lowrt/proto/op_def.proto\x1a\x18\x66lowrt/proto/saver.proto\x1a\x19\x66lowrt/proto/tensor.proto\x1a\x1f\x66lowrt/proto/tensor_shape.proto\x1a\x18\x66lowrt/proto/types.proto\"\x97\x05\n\x0cMetaGraphDef\x12\x37\n\rmeta_info_def\x18\x01 \x01(\x0b\x32 .flowrt.MetaGraphDef.MetaInfoDef\x12#\n\tgraph_def\x18\x02 \x01(\x0b\x32\x10.flowrt.GraphDef\x12#\n\tsaver_def\x18\x03 \x01(\x0b\x32\x10.flowrt.SaverDef\x12?\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32\'.flowrt.MetaGraphDef.CollectionDefEntry\x12=\n\rsignature_def\x18\x05 \x03(\x0b\x32&.flowrt.MetaGraphDef.SignatureDefEntry\x12,\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x14.flowrt.AssetFileDef\x1a\xbd\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12(\n\x10stripped_op_list\x18\x02 \x01(\x0b\x32\x0e.flowrt.OpList\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aK\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.flowrt.CollectionDef:\x02\x38\x01\x1aI\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.flowrt.SignatureDef:\x02\x38\x01\"\xcb\x03\n\rCollectionDef\x12\x33\n\tnode_list\x18\x01 \x01(\x0b\x32\x1e.flowrt.CollectionDef.NodeListH\x00\x12\x35\n\nbytes_list\x18\x02 \x01(\x0b\x32\x1f.flowrt.CollectionDef.BytesListH\x00\x12\x35\n\nint64_list\x18\x03 \x01(\x0b\x32\x1f.flowrt.CollectionDef.Int64ListH\x00\x12\x35\n\nfloat_list\x18\x04 \x01(\x0b\x32\x1f.flowrt.CollectionDef.FloatListH\x00\x12\x31\n\x08\x61ny_list\x18\x05 \x01(\x0b\x32\x1d.flowrt.CollectionDef.AnyListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x1a.\n\x07\x41nyList\x12#\n\x05value\x18\x01 \x03(\x0b\x32\x14.google.protobuf.AnyB\x06\n\x04kind\"\xfe\x01\n\x0bVariableDef\x12\x15\n\rvariable_name\x18\x01 \x01(\t\x12\x18\n\x10initializer_name\x18\x02 \x01(\t\x12\x15\n\rsnapshot_name\x18\x03 \x01(\t\x12\x35\n\x13save_slice_info_def\x18\x04 \x01(\x0b\x32\x18.flowrt.SaveSliceInfoDef\x12\x13\n\x0bis_resource\x18\x05 \x01(\x08\x12\x1a\n\x12initial_value_name\x18\x06 \x01(\t\x12\x11\n\ttrainable\x18\x07 \x01(\x08\x12\x17\n\x0fsynchronization\x18\x08 \x01(\x05\x12\x13\n\x0b\x61ggregation\x18\t \x01(\x05\"`\n\x10SaveSliceInfoDef\x12\x11\n\tfull_name\x18\x01 \x01(\t\x12\x12\n\nfull_shape\x18\x02 \x03(\x03\x12\x12\n\nvar_offset\x18\x03 \x03(\x03\x12\x11\n\tvar_shape\x18\x04 \x03(\x03\"\x92\x01\n\x0eQueueRunnerDef\x12\x12\n\nqueue_name\x18\x01 \x01(\t\x12\x17\n\x0f\x65nqueue_op_name\x18\x02 \x03(\t\x12\x15\n\rclose_op_name\x18\x03 \x01(\t\x12\x16\n\x0e\x63\x61ncel_op_name\x18\x04 \x01(\t\x12$\n\x1cqueue_closed_exception_types\x18\x05 \x03(\x05\"\x92\x01\n\tValuesDef\x12\x0e\n\x06values\x18\x01 \x03(\t\x12>\n\x0f\x65xternal_values\x18\x02 \x03(\x0b\x32%.flowrt.ValuesDef.ExternalValuesEntry\x1a\x35\n\x13\x45xternalValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xbc\x01\n\x0e\x43ondContextDef\x12\x14\n\x0c\x63ontext_name\x18\x01 \x01(\t\x12\x11\n\tpred_name\x18\x02 \x01(\t\x12\x12\n\npivot_name\x18\x03 \x01(\t\x12\x0e\n\x06\x62ranch\x18\x04 \x01(\x05\x12%\n\nvalues_def\x18\x05 \x01(\x0b\x32\x11.flowrt.ValuesDef\x12\x36\n\x0fnested_contexts\x18\x06 \x03(\x0b\x32\x1d.flowrt.ControlFlowContextDef\"\xed\x02\n\x0fWhileContextDef\x12\x14\n\x0c\x63ontext_name\x18\x01 \x01(\t\x12\x1b\n\x13parallel_iterations\x18\x02 \x01(\x05\x12\x11\n\tback_prop\x18\x03 \x01(\x08\x12\x13\n\x0bswap_memory\x18\x04 \x01(\x08\x12\x12\n\npivot_name\x18\x05 \x01(\t\x12\x1b\n\x13pivot_for_pred_name\x18\x06 \x01(\t\x12\x1b\n\x13pivot_for_body_name\x18\x07 \x01(\t\x12\x17\n\x0floop_exit_names\x18\x08 \x03(\t\x12%\n\nvalues_def\x18\t \x01(\x0b\x32\x11.flowrt.ValuesDef\x12\x18\n\x10loop_enter_names\x18\n \x03(\t\x12\x1f\n\x17maximum_iterations_name\x18\x0b \x01(\t\x12\x36\n\x0fnested_contexts\x18\x0c \x03(\x0b\x32\x1d.flowrt.ControlFlowContextDef\"{\n\x15\x43ontrolFlowContextDef\x12+\n\tcond_ctxt\x18\x01 \x01(\x0b\x32\x16.flowrt.CondContextDefH\x00\x12-\n\nwhile_ctxt\x18\x02 \x01(\x0b\x32\x17.flowrt.WhileContextDefH\x00\x42\x06\n\x04\x63txt\"\x94\x02\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x32\n\ncoo_sparse\x18\x04 \x01(\x0b\x32\x1c.flowrt.TensorInfo.CooSparseH\x00\x12\x1f\n\x05\x64type\x18\x02 \x01(\x0e\x32\x10.flowrt.DataType\x12.\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32\x18.flowrt.TensorShapeProto\x1a\x65\n\tCooSparse\x12\x1a\n\x12values_tensor_name\x18\x01 \x01(\t\x12\x1b\n\x13indices_tensor_name\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65nse_shape_tensor_name\x18\x03 \x01(\tB\n\n\x08\x65ncoding\"\x8c\x03\n\x0cSignatureDef\x12\x30\n\x06inputs\x18\x01 \x03(\x0b\x32 .flowrt.SignatureDef.InputsEntry\x12\x32\n\x07outputs\x18\x02 \x03(\x0b\x32!.flowrt.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x12\x34\n\x08\x64\x65\x66\x61ults\x18\x04 \x03(\x0b\x32\".flowrt.SignatureDef.DefaultsEntry\x1a\x41\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12!\n\x05value\x18\x02 \x01(\x0b\x32\x12.flowrt.TensorInfo:\x02\x38\x01\x1a\x42\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12!\n\x05value\x18\x02 \x01(\x0b\x32\x12.flowrt.TensorInfo:\x02\x38\x01\x1a\x44\n\rDefaultsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\"\n\x05value\x18\x02 \x01(\x0b\x32\x13.flowrt.TensorProto:\x02\x38\x01\"I\n\x0c\x41ssetFileDef\x12\'\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x12.flowrt.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,26 +40,68 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._loaded_options = None
   _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_options = b'8\001'
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._loaded_options = None
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_options = b'8\001'
   _globals['_COLLECTIONDEF_INT64LIST'].fields_by_name['value']._loaded_options = None
   _globals['_COLLECTIONDEF_INT64LIST'].fields_by_name['value']._serialized_options = b'\020\001'
   _globals['_COLLECTIONDEF_FLOATLIST'].fields_by_name['value']._loaded_options = None
   _globals['_COLLECTIONDEF_FLOATLIST'].fields_by_name['value']._serialized_options = b'\020\001'
-  _globals['_METAGRAPHDEF']._serialized_start=125
-  _globals['_METAGRAPHDEF']._serialized_end=604
-  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=338
-  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=527
-  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_start=529
-  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_end=604
-  _globals['_COLLECTIONDEF']._serialized_start=607
-  _globals['_COLLECTIONDEF']._serialized_end=967
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=842
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=867
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=869
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=895
-  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=897
-  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=927
-  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=929
-  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=959
-  _globals['_VARIABLEDEF']._serialized_start=970
-  _globals['_VARIABLEDEF']._serialized_end=1123
+  _globals['_VALUESDEF_EXTERNALVALUESENTRY']._loaded_options = None
+  _globals['_VALUESDEF_EXTERNALVALUESENTRY']._serialized_options = b'8\001'
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._loaded_options = None
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_options = b'8\001'
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._loaded_options = None
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_options = b'8\001'
+  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._loaded_options = None
+  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_options = b'8\001'
+  _globals['_METAGRAPHDEF']._serialized_start=238
+  _globals['_METAGRAPHDEF']._serialized_end=901
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=560
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=749
+  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_start=751
+  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_end=826
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=828
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=901
+  _globals['_COLLECTIONDEF']._serialized_start=904
+  _globals['_COLLECTIONDEF']._serialized_end=1363
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=1190
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=1215
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=1217
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=1243
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=1245
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=1275
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=1277
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=1307
+  _globals['_COLLECTIONDEF_ANYLIST']._serialized_start=1309
+  _globals['_COLLECTIONDEF_ANYLIST']._serialized_end=1355
+  _globals['_VARIABLEDEF']._serialized_start=1366
+  _globals['_VARIABLEDEF']._serialized_end=1620
+  _globals['_SAVESLICEINFODEF']._serialized_start=1622
+  _globals['_SAVESLICEINFODEF']._serialized_end=1718
+  _globals['_QUEUERUNNERDEF']._serialized_start=1721
+  _globals['_QUEUERUNNERDEF']._serialized_end=1867
+  _globals['_VALUESDEF']._serialized_start=1870
+  _globals['_VALUESDEF']._serialized_end=2016
+  _globals['_VALUESDEF_EXTERNALVALUESENTRY']._serialized_start=1963
+  _globals['_VALUESDEF_EXTERNALVALUESENTRY']._serialized_end=2016
+  _globals['_CONDCONTEXTDEF']._serialized_start=2019
+  _globals['_CONDCONTEXTDEF']._serialized_end=2207
+  _globals['_WHILECONTEXTDEF']._serialized_start=2210
+  _globals['_WHILECONTEXTDEF']._serialized_end=2575
+  _globals['_CONTROLFLOWCONTEXTDEF']._serialized_start=2577
+  _globals['_CONTROLFLOWCONTEXTDEF']._serialized_end=2700
+  _globals['_TENSORINFO']._serialized_start=2703
+  _globals['_TENSORINFO']._serialized_end=2979
+  _globals['_TENSORINFO_COOSPARSE']._serialized_start=2866
+  _globals['_TENSORINFO_COOSPARSE']._serialized_end=2967
+  _globals['_SIGNATUREDEF']._serialized_start=2982
+  _globals['_SIGNATUREDEF']._serialized_end=3378
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=3175
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=3240
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=3242
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=3308
+  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_start=3310
+  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_end=3378
+  _globals['_ASSETFILEDEF']._serialized_start=3380
+  _globals['_ASSETFILEDEF']._serialized_end=3453
 # @@protoc_insertion_point(module_scope)

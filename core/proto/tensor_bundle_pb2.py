@@ -24,19 +24,39 @@ _sym_db = _symbol_database.Default()
 
 from flowrt.proto import tensor_shape_pb2 as flowrt_dot_proto_dot_tensor__shape__pb2
 from flowrt.proto import types_pb2 as flowrt_dot_proto_dot_types__pb2
+from flowrt.proto import tensor_pb2 as flowrt_dot_proto_dot_tensor__pb2
+from flowrt.proto import graph_def_pb2 as flowrt_dot_proto_dot_graph__def__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n flowrt/proto/tensor_bundle.proto\x12\x06\x66lowrt\x1a\x1f\x66lowrt/proto/tensor_shape.proto\x1a\x18\x66lowrt/proto/types.proto\"1\n\x0f\x43heckpointShard\x12\x10\n\x08\x66ilename\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\"\xa5\x01\n\x0f\x43heckpointEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1f\n\x05\x64type\x18\x02 \x01(\x0e\x32\x10.flowrt.DataType\x12\'\n\x05shape\x18\x03 \x01(\x0b\x32\x18.flowrt.TensorShapeProto\x12\r\n\x05shard\x18\x04 \x01(\x05\x12\x0e\n\x06offset\x18\x05 \x01(\x04\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\r\n\x05\x63rc32\x18\x07 \x01(\r\"d\n\x0f\x43heckpointIndex\x12\'\n\x06shards\x18\x01 \x03(\x0b\x32\x17.flowrt.CheckpointShard\x12(\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x17.flowrt.CheckpointEntryb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n flowrt/proto/tensor_bundle.proto\x12\x06\x66lowrt\x1a\x1f\x66lowrt/proto/tensor_shape.proto\x1a\x18\x66lowrt/proto/types.proto\x1a\x19\x66lowrt/proto/tensor.proto\x1a\x1c\x66lowrt/proto/graph_def.proto\"1\n\x0f\x43heckpointShard\x12\x10\n\x08\x66ilename\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\"\xa5\x01\n\x0f\x43heckpointEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1f\n\x05\x64type\x18\x02 \x01(\x0e\x32\x10.flowrt.DataType\x12\'\n\x05shape\x18\x03 \x01(\x0b\x32\x18.flowrt.TensorShapeProto\x12\r\n\x05shard\x18\x04 \x01(\x05\x12\x0e\n\x06offset\x18\x05 \x01(\x04\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\r\n\x05\x63rc32\x18\x07 \x01(\r\"d\n\x0f\x43heckpointIndex\x12\'\n\x06shards\x18\x01 \x03(\x0b\x32\x17.flowrt.CheckpointShard\x12(\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x17.flowrt.CheckpointEntry\"|\n\x10TensorSliceProto\x12/\n\x06\x65xtent\x18\x01 \x03(\x0b\x32\x1f.flowrt.TensorSliceProto.Extent\x1a\x37\n\x06\x45xtent\x12\r\n\x05start\x18\x01 \x01(\x03\x12\x10\n\x06length\x18\x02 \x01(\x03H\x00\x42\x0c\n\nhas_length\"\xa9\x01\n\x11\x42undleHeaderProto\x12\x12\n\nnum_shards\x18\x01 \x01(\x05\x12\x38\n\nendianness\x18\x02 \x01(\x0e\x32$.flowrt.BundleHeaderProto.Endianness\x12#\n\x07version\x18\x03 \x01(\x0b\x32\x12.flowrt.VersionDef\"!\n\nEndianness\x12\n\n\x06LITTLE\x10\x00\x12\x07\n\x03\x42IG\x10\x01\"\xc6\x01\n\x10\x42undleEntryProto\x12\x1f\n\x05\x64type\x18\x01 \x01(\x0e\x32\x10.flowrt.DataType\x12\'\n\x05shape\x18\x02 \x01(\x0b\x32\x18.flowrt.TensorShapeProto\x12\x10\n\x08shard_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x0e\n\x06\x63rc32c\x18\x06 \x01(\x07\x12(\n\x06slices\x18\x07 \x03(\x0b\x32\x18.flowrt.TensorSliceProto\"\x90\x01\n\x0eSavedSliceMeta\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x05shape\x18\x02 \x01(\x0b\x32\x18.flowrt.TensorShapeProto\x12\x1e\n\x04type\x18\x03 \x01(\x0e\x32\x10.flowrt.DataType\x12\'\n\x05slice\x18\x04 \x03(\x0b\x32\x18.flowrt.TensorSliceProto\"d\n\x14SavedTensorSliceMeta\x12&\n\x06tensor\x18\x01 \x03(\x0b\x32\x16.flowrt.SavedSliceMeta\x12$\n\x08versions\x18\x02 \x01(\x0b\x32\x12.flowrt.VersionDef\"f\n\nSavedSlice\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x05slice\x18\x02 \x01(\x0b\x32\x18.flowrt.TensorSliceProto\x12!\n\x04\x64\x61ta\x18\x03 \x01(\x0b\x32\x13.flowrt.TensorProto\"a\n\x11SavedTensorSlices\x12*\n\x04meta\x18\x01 \x01(\x0b\x32\x1c.flowrt.SavedTensorSliceMeta\x12 \n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x12.flowrt.SavedSliceb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowrt.proto.tensor_bundle_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CHECKPOINTSHARD']._serialized_start=103
-  _globals['_CHECKPOINTSHARD']._serialized_end=152
-  _globals['_CHECKPOINTENTRY']._serialized_start=155
-  _globals['_CHECKPOINTENTRY']._serialized_end=320
-  _globals['_CHECKPOINTINDEX']._serialized_start=322
-  _globals['_CHECKPOINTINDEX']._serialized_end=422
+  _globals['_CHECKPOINTSHARD']._serialized_start=160
+  _globals['_CHECKPOINTSHARD']._serialized_end=209
+  _globals['_CHECKPOINTENTRY']._serialized_start=212
+  _globals['_CHECKPOINTENTRY']._serialized_end=377
+  _globals['_CHECKPOINTINDEX']._serialized_start=379
+  _globals['_CHECKPOINTINDEX']._serialized_end=479
+  _globals['_TENSORSLICEPROTO']._serialized_start=481
+  _globals['_TENSORSLICEPROTO']._serialized_end=605
+  _globals['_TENSORSLICEPROTO_EXTENT']._serialized_start=550
+  _globals['_TENSORSLICEPROTO_EXTENT']._serialized_end=605
+  _globals['_BUNDLEHEADERPROTO']._serialized_start=608
+  _globals['_BUNDLEHEADERPROTO']._serialized_end=777
+  _globals['_BUNDLEHEADERPROTO_ENDIANNESS']._serialized_start=744
+  _globals['_BUNDLEHEADERPROTO_ENDIANNESS']._serialized_end=777
+  _globals['_BUNDLEENTRYPROTO']._serialized_start=780
+  _globals['_BUNDLEENTRYPROTO']._serialized_end=978
+  _globals['_SAVEDSLICEMETA']._serialized_start=981
+  _globals['_SAVEDSLICEMETA']._serialized_end=1125
+  _globals['_SAVEDTENSORSLICEMETA']._serialized_start=1127
+  _globals['_SAVEDTENSORSLICEMETA']._serialized_end=1227
+  _globals['_SAVEDSLICE']._serialized_start=1229
+  _globals['_SAVEDSLICE']._serialized_end=1331
+  _globals['_SAVEDTENSORSLICES']._serialized_start=1333
+  _globals['_SAVEDTENSORSLICES']._serialized_end=1430
 # @@protoc_insertion_point(module_scope)

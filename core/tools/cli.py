@@ -1,4 +1,5 @@
-"""The ``flowrt`` command: ``flowrt plugins``, ``flowrt demo`` and ``flowrt server``."""
+"""The ``flowrt`` command: ``flowrt plugins``, ``flowrt demo``, ``flowrt server`` and
+``flowrt inspect``."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +14,7 @@ from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
 from flowrt.plugin.runtime import Runtime
 from flowrt.proto.config_pb2 import ConfigProto
 from flowrt.tools.demo import run_demo
+from flowrt.tools.inspect import inspect_path
 
 __all__ = ["main"]
 
@@ -124,6 +126,17 @@ def _cmd_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    """``flowrt inspect PATH``: print a checkpoint's variables, a SavedModel's signatures
+    or a graph file's ops; 1 with the error on stderr when PATH is none of them."""
+    try:
+        inspect_path(args.path, sys.stdout, tensor=args.tensor)
+    except (OSError, ValueError, errors.OpError) as e:
+        print(f"flowrt inspect: {getattr(e, 'message', None) or e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flowrt`` console script."""
     p = argparse.ArgumentParser(prog="flowrt", description="flowrt dataflow runtime")
@@ -171,6 +184,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="use at most N GPUs (ConfigProto.device_count['GPU']); 0 for a "
                     "parameter server that must not touch the GPUs")
     sv.set_defaults(fn=_cmd_server)
+    si = sub.add_parser("inspect", help="show a checkpoint, SavedModel or graph file",
+                        description="Print what PATH holds: a checkpoint (prefix, .index, "
+                        "or a directory with a checkpoint state file): its variables with "
+                        "dtype and shape; a SavedModel directory: its tag sets and each "
+                        "signature's inputs and outputs; a GraphDef (.pb, .pbtxt) or "
+                        "MetaGraphDef (.meta): its op types with counts, placeholders and "
+                        "outputs.")
+    si.add_argument("path", metavar="PATH", help="checkpoint, SavedModel or graph file")
+    si.add_argument("--tensor", metavar="NAME", default=None,
+                    help="print this tensor's value (checkpoints and SavedModels)")
+    si.set_defaults(fn=_cmd_inspect)
     args = p.parse_args(argv)
     return int(args.fn(args) or 0)
 

@@ -1,17 +1,10 @@
-"""flowrt's on-disk checkpoint format: the writer, the reader and atomic file helpers.
+"""Checkpoints on disk: atomic saves, merges, recovery and the reader.
 
-A checkpoint with prefix ``P`` is ``P.index`` plus the data files it names (normally
-``P.data-00000-of-00001``; ``P.data-KKKKK-of-NNNNN`` for N shards). The layout is
-flowrt's own and is documented in full in ``docs/checkpoints.md``; in short:
-
-- a data file is a 16-byte header (``FRTCKDAT``, format version, CRC-32 of those 12
-  bytes) followed by the tensors' encodings back to back: raw little-endian element
-  bytes in C order, or for strings each element as a little-endian ``uint64`` length
-  and its bytes;
-- the index is a 24-byte header (``FRTCKIDX``, format version, payload length, CRC-32
-  of the header's first 20 bytes and the payload) followed by a serialized
-  ``flowrt.CheckpointIndex`` protobuf: the data files with their exact sizes, and per
-  tensor its name, dtype, shape, shard, offset, size and CRC-32.
+A checkpoint with prefix ``P`` is TensorFlow's V2 tensor bundle, ``P.index`` plus the
+data files ``P.data-KKKKK-of-NNNNN``, written byte for byte as TF writes it (the layout
+is in :mod:`flowrt.framework.tensor_bundle` and docs/checkpoints.md). Also read: V1
+checkpoints (one table file) and flowrt's earlier layout (an index starting with
+``FRTCKIDX``: a header and a ``flowrt.CheckpointIndex``; data files with a header).
 
 Data files and the index are written under TF's temporary names
 (``<final name>.tempstate<random>``, one random token per save), flushed and fsynced;
@@ -27,6 +20,7 @@ pickle.
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import re
 import shutil
@@ -40,10 +34,12 @@ import numpy as np
 
 from ..base import dtypes as _dt
 from ..base import errors
+from ..framework import tensor_bundle as _tb
 from ..proto import tensor_bundle_pb2
 
 __all__ = [
     "FORMAT_VERSION", "CheckpointReader", "write_checkpoint", "merge_checkpoints",
+    "write_v1_checkpoint",
     "index_filename", "data_filename", "sharded_filename", "sharded_filespec",
     "checkpoint_exists", "remove_checkpoint_files", "cleanup_stale_files",
     "recover_interrupted_saves",
@@ -104,8 +100,10 @@ def sharded_filespec(basename: str, num_shards: int) -> str:
 
 
 def checkpoint_exists(prefix: str) -> bool:
-    """Whether ``prefix`` names a complete checkpoint (its index file exists)."""
-    return os.path.isfile(index_filename(os.fspath(prefix)))
+    """Whether ``prefix`` names a complete checkpoint: its index file exists, or it is
+    a V1 checkpoint (a file, or a pattern matching its shards)."""
+    prefix = os.fspath(prefix)
+    return os.path.isfile(index_filename(prefix)) or bool(_v1_paths(prefix))
 
 
 def is_temp_name(name: str) -> bool:
@@ -212,35 +210,6 @@ def _le_dtype(dtype: _dt.DType) -> np.dtype:
     return npd.newbyteorder("<")
 
 
-def _as_bytes(x: Any, name: str) -> bytes:
-    if isinstance(x, bytes):
-        return x
-    if isinstance(x, str):
-        return x.encode()
-    if isinstance(x, np.bytes_):
-        return bytes(x)
-    raise errors.InvalidArgumentError(None, None, f"string tensor '{name}' holds a "
-                                      f"{type(x).__name__}, not bytes")
-
-
-def _write_tensor(f: BinaryIO, value: Any, dtype: _dt.DType, name: str) -> tuple[int, int]:
-    """Write one tensor's encoding; returns (size in bytes, CRC-32)."""
-    if dtype is _dt.string:
-        arr = np.asarray(value, dtype=object).reshape(-1)
-        parts: list[bytes] = []
-        for x in arr:
-            b = _as_bytes(x, name)
-            parts.append(_LEN.pack(len(b)))
-            parts.append(b)
-        blob = b"".join(parts)
-        f.write(blob)
-        return len(blob), zlib.crc32(blob)
-    a = np.ascontiguousarray(value, dtype=_le_dtype(dtype))
-    buf = a.reshape(-1).view(np.uint8)
-    f.write(buf.data)
-    return int(buf.nbytes), zlib.crc32(buf.data)
-
-
 def _read_exact(f: BinaryIO, buf: np.ndarray) -> int:
     view = memoryview(buf).cast("B")
     got = 0
@@ -271,18 +240,6 @@ def _decode_strings(raw: memoryview, count: int, name: str, path: str) -> np.nda
         raise errors.DataLossError(None, None, f"string tensor '{name}' in {path} has "
                                    f"{end - pos} trailing bytes")
     return out
-
-
-def _data_header() -> bytes:
-    head = struct.pack("<8sI", DATA_MAGIC, FORMAT_VERSION)
-    return head + struct.pack("<I", zlib.crc32(head))
-
-
-def _encode_index(index: Any) -> bytes:
-    payload = index.SerializeToString(deterministic=True)
-    head = struct.pack("<8sIQ", INDEX_MAGIC, FORMAT_VERSION, len(payload))
-    crc = zlib.crc32(payload, zlib.crc32(head))
-    return head + struct.pack("<I", crc) + payload
 
 
 def _decode_index(blob: bytes, path: str) -> Any:
@@ -331,24 +288,6 @@ def _decode_index(blob: bytes, path: str) -> Any:
     return index
 
 
-def _read_index(prefix: str) -> tuple[str, Any]:
-    path = index_filename(prefix)
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: "
-                                   f"Failed to find any matching files for {prefix}"
-                                   ) from None
-    except IsADirectoryError:
-        raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: "
-                                   f"{path} is a directory, not a checkpoint index"
-                                   ) from None
-    except OSError as e:
-        raise _os_error(e, f"cannot read checkpoint index {path}") from None
-    return path, _decode_index(blob, path)
-
-
 def _remove_unreferenced(prefix: str, keep: Iterable[str]) -> None:
     """Delete data files of ``prefix`` that its (new) index does not name: the replaced
     checkpoint's other shards (another shard count) or legacy ``.alt`` files."""
@@ -362,11 +301,6 @@ def _remove_unreferenced(prefix: str, keep: Iterable[str]) -> None:
     for n in names:
         if n not in keep and rx.match(n):
             _unlink_quiet(os.path.join(d, n))
-
-
-def _shape_proto(shape: Sequence[int], proto: Any) -> None:
-    for d in shape:
-        proto.dim.add(size=int(d))
 
 
 # -- the commit of one save ---------------------------------------------------------------
@@ -445,11 +379,11 @@ class _PendingSave:
         """Where shard ``shard``'s data is to be written (or moved) before the commit."""
         return self.data_pairs[shard][0]
 
-    def commit(self, index: Any) -> None:
+    def commit(self, index: bytes) -> None:
         """Write the index's temporary file, then rename the data files and the index
         into place, back to back (the only moment the old index can see new data), and
         delete data files of the prefix the new index does not name."""
-        _write_synced(self.index_pair[0], _encode_index(index))
+        _write_synced(self.index_pair[0], index)
         # Make the temporaries' directory entries durable before any final name
         # changes: after a power loss the renamed data then always comes with the
         # temporary index that describes it, which recovery can use.
@@ -551,59 +485,19 @@ def _overlap(a: Extents, b: Extents) -> Extents | None:
     return out
 
 
-def _slice_names(names: Sequence[str], values: Sequence[Any],
-                 slices: Sequence[str] | None) -> list[str]:
-    """The entry names to write: ``names``, slices under their slice keys.
-
-    :raises InvalidArgumentError: a value not of its slice's shape, slices of one name
-        with different full shapes or overlapping, or a name saved whole and sliced
-    """
-    if not slices:
-        return list(names)
-    out = []
-    sliced: dict[str, tuple[list[int], list[Extents]]] = {}
-    for n, v, spec in zip(names, values, slices):
-        if not spec:
-            out.append(n)
-            continue
-        full, extents = parse_shape_and_slice(spec, n)
-        want = [ln for _, ln in extents]
-        if list(np.shape(v)) != want:
-            raise errors.InvalidArgumentError(None, None, f"Shape of tensor '{n}' "
-                                              f"{list(np.shape(v))} does not match its "
-                                              f"slice '{spec}' (of shape {want})")
-        have = sliced.setdefault(n, (full, []))
-        if have[0] != full:
-            raise errors.InvalidArgumentError(None, None, f"Slices of tensor '{n}' "
-                                              f"disagree on its full shape: {have[0]} vs. "
-                                              f"{full}")
-        for other in have[1]:
-            if all(ln > 0 for _, ln in extents) and _overlap(other, extents) is not None:
-                raise errors.InvalidArgumentError(None, None, f"Overlapping slices of "
-                                                  f"tensor '{n}': '{slice_spec(full, other)}'"
-                                                  f" and '{spec}'")
-        have[1].append(extents)
-        out.append(slice_key(n, full, extents))
-    both = sliced.keys() & set(n for n, s in zip(names, slices) if not s)
-    if both:
-        raise errors.InvalidArgumentError(None, None, f"Tensor '{sorted(both)[0]}' is "
-                                          "saved both whole and as slices")
-    return out
-
-
 # -- writing -----------------------------------------------------------------------------
 def write_checkpoint(prefix: str, names: Sequence[str], values: Sequence[Any],
                      dtypes: Sequence[_dt.DType], slices: Sequence[str] | None = None
                      ) -> None:
-    """Write a complete one-shard checkpoint at ``prefix`` (what ``SaveV2`` does).
+    """Write a complete one-shard checkpoint at ``prefix`` in TF's layout (what
+    ``SaveV2`` does): the same bytes TensorFlow's BundleWriter writes.
 
-    The directory is created if needed. As TF's BundleWriter, the data file and the
-    index are written as ``<name>.tempstate<random>`` and fsynced, then renamed to
+    The directory is created if needed. The data file and the index are written as
+    ``<name>.tempstate<random>`` and fsynced, then renamed to
     ``<prefix>.data-00000-of-00001`` and ``<prefix>.index``, index last; afterwards data
     files of ``prefix`` that the new index does not name are deleted. On failure the
     temporaries are removed. ``slices`` (TF's ``shape_and_slices``) gives, per tensor,
-    ``""`` for a whole tensor or the spec of the slice of a larger tensor it is (see
-    :func:`slice_key`).
+    ``""`` for a whole tensor or the spec of the slice of a larger tensor it is.
 
     :raises InvalidArgumentError: duplicate names, a dtype that cannot be saved, or
         inconsistent slices
@@ -613,21 +507,26 @@ def write_checkpoint(prefix: str, names: Sequence[str], values: Sequence[Any],
             (slices is not None and len(slices) != len(names)):
         raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names, "
                                           f"{len(values)} tensors and {len(dtypes)} dtypes")
-    names = _slice_names(names, values, slices)
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            raise errors.InvalidArgumentError(None, None, f"Adding duplicate key: {n}")
-        seen.add(n)
-    for n, d in zip(names, dtypes):
-        if d.base_dtype in _UNSAVEABLE:
-            raise errors.InvalidArgumentError(None, None, f"Cannot save tensor '{n}' of "
-                                              f"type {d.base_dtype.name}")
+    specs = list(slices) if slices else [""] * len(names)
+    parsed = [_tb.parse_slice_spec(sp, n) if sp else None for n, sp in zip(names, specs)]
+    seen: dict[str, list[Extents]] = {}
+    for n, v, p in zip(names, values, parsed):
+        if p is None:
+            continue
+        want = [d if ln is None else ln for d, (_, ln) in zip(p[0], p[1])]
+        if list(np.shape(v)) != want:
+            raise errors.InvalidArgumentError(None, None, f"Shape of tensor '{n}' "
+                                              f"{list(np.shape(v))} does not match its "
+                                              f"slice (of shape {want})")
+        ext = [(s, w) for (s, _), w in zip(p[1], want)]
+        for other in seen.setdefault(n, []):
+            if all(w > 0 for w in want) and _overlap(other, ext) is not None:
+                raise errors.InvalidArgumentError(None, None, f"Overlapping slices of "
+                                                  f"tensor '{n}': '{slice_spec(p[0], other)}'"
+                                                  f" and '{slice_spec(p[0], ext)}'")
+        seen[n].append(ext)
     _make_dir(os.path.dirname(prefix), prefix)
     pending = _PendingSave(prefix, 1)
-    pb = _pb()
-    index = pb.CheckpointIndex()
-    entries = []
     temp = pending.data_temp(0)
     try:
         try:
@@ -635,89 +534,85 @@ def write_checkpoint(prefix: str, names: Sequence[str], values: Sequence[Any],
         except OSError as e:
             raise _os_error(e, f"cannot create {temp}") from None
         with f:
-            f.write(_data_header())
-            offset = DATA_HEADER_SIZE
-            for i in sorted(range(len(names)), key=lambda k: names[k]):
-                d = dtypes[i].base_dtype
-                v = values[i]
-                size, crc = _write_tensor(f, v, d, names[i])
-                e = pb.CheckpointEntry(name=names[i], dtype=d.as_datatype_enum, shard=0,
-                                       offset=offset, size=size, crc32=crc)
-                _shape_proto(np.shape(v), e.shape)
-                entries.append(e)
-                offset += size
+            w = _tb.BundleWriter(f)
+            for n, v, d, p in zip(names, values, dtypes, parsed):
+                if p is None:
+                    w.add(n, v, d)
+                else:
+                    w.add_slice(n, p[0], p[1], v, d)
             try:
                 f.flush()
                 os.fsync(f.fileno())
             except OSError as e:
                 raise _os_error(e, f"cannot write {temp}") from None
-        index.shards.add(filename=pending.data_names[0], size=offset)
-        index.entries.extend(entries)
-        pending.commit(index)
+        pending.commit(_tb.encode_index(w.entries))
     except BaseException:
         pending.discard()
         raise
+
+
+def write_v1_checkpoint(path: str, names: Sequence[str], values: Sequence[Any],
+                        dtypes: Sequence[_dt.DType], slices: Sequence[str]) -> None:
+    """Write a V1 checkpoint (TF's ``SaveSlices``) to the file ``path``, atomically."""
+    path = os.fspath(path)
+    _make_dir(os.path.dirname(path), path)
+    with AtomicFile(path) as f:
+        _tb.write_v1(f, names, values, dtypes, slices)
 
 
 def merge_checkpoints(sources: Sequence[str], dest: str, delete_old_dirs: bool = True
                       ) -> None:
-    """Merge complete checkpoints ``sources`` into one checkpoint at ``dest`` (what
-    ``MergeV2Checkpoints`` does).
+    """Merge complete checkpoints ``sources`` into one at ``dest`` as TF's
+    ``MergeBundles`` does (what ``MergeV2Checkpoints`` does): entries merged (the
+    slices of one tensor from several sources joined), data files numbered in the
+    order their tensors are met.
 
-    Each source's data files are moved (renamed) to ``dest``'s temporary data file
-    names, the merged index is written, then all are renamed into place as one commit
-    (see :class:`_PendingSave`); the sources' index files are deleted, and with
-    ``delete_old_dirs`` their directories too when that leaves them empty.
+    The data files are moved (renamed) to ``dest``'s temporary names, the merged index
+    written, then all renamed into place as one commit (see :class:`_PendingSave`); the
+    sources' index files are deleted, and with ``delete_old_dirs`` their directories
+    too when that leaves them empty.
 
-    :raises InvalidArgumentError: a tensor name appears in two sources
+    :raises InvalidArgumentError: a (whole) tensor name appears in two sources
+    :raises DataLossError: a source index is corrupted or not in TF's layout
     """
     dest = os.fspath(dest)
-    loaded = []
+    merged: dict[str, Any] = {}
+    shard_ids: dict[str, int] = {}
+    num_shards, version, ipaths = 0, None, []
     for src in sources:
         src = os.fspath(src)
-        path, index = _read_index(src)
-        loaded.append((src, path, index))
-    total = sum(len(ix.shards) for _, _, ix in loaded)
+        ipath = index_filename(src)
+        try:
+            with open(ipath, "rb") as f:
+                blob = f.read()
+        except OSError as e:
+            raise _os_error(e, f"cannot read checkpoint index {ipath}") from None
+        header, entries = _tb.parse_index(blob, ipath)
+        ipaths.append((src, ipath))
+        num_shards += int(header.num_shards)
+        version = version if version is not None else header.version
+        for key, e in entries.items():
+            have = merged.get(key)
+            if have is not None:
+                if not have.slices or not e.slices:
+                    raise errors.InvalidArgumentError(None, None, f"Duplicate tensor keyed "
+                                                      f"by {key} encountered, when merging "
+                                                      f"prefix: {src}")
+                have.slices.extend(e.slices)
+                continue
+            fname = data_filename(src, int(e.shard_id), int(header.num_shards))
+            e.shard_id = shard_ids.setdefault(fname, len(shard_ids))
+            merged[key] = e
     _make_dir(os.path.dirname(dest), dest)
-    pending = _PendingSave(dest, total)
-    pb = _pb()
-    merged = pb.CheckpointIndex()
-    entries: dict[str, Any] = {}
-    k = 0
+    pending = _PendingSave(dest, len(shard_ids))
     try:
-        for src, ipath, index in loaded:
-            sdir = os.path.dirname(src)
-            remap: dict[int, int] = {}
-            for j, shard in enumerate(index.shards):
-                spath = os.path.join(sdir, shard.filename)
-                try:
-                    size = os.path.getsize(spath)
-                except OSError as e:
-                    raise _os_error(e, f"checkpoint data file {spath} (named by {ipath}) "
-                                    "is missing") from None
-                if size != shard.size:
-                    raise errors.DataLossError(None, None, f"Checkpoint data file {spath} "
-                                               f"is truncated or corrupted: {size} bytes, "
-                                               f"the index says {shard.size}")
-                _move(spath, pending.data_temp(k))
-                merged.shards.add(filename=pending.data_names[k], size=shard.size)
-                remap[j] = k
-                k += 1
-            for e in index.entries:
-                if e.name in entries:
-                    raise errors.InvalidArgumentError(None, None, f"Tensor '{e.name}' is "
-                                                      "saved by two shards of one "
-                                                      "checkpoint")
-                c = pb.CheckpointEntry()
-                c.CopyFrom(e)
-                c.shard = remap[e.shard]
-                entries[e.name] = c
-        merged.entries.extend(entries[n] for n in sorted(entries))
-        pending.commit(merged)
+        for fname, k in shard_ids.items():
+            _move(fname, pending.data_temp(k))
+        pending.commit(_tb.encode_index(merged, num_shards, version))
     except BaseException:
         pending.discard()
         raise
-    for src, ipath, _ in loaded:
+    for src, ipath in ipaths:
         _unlink_quiet(ipath)
         if delete_old_dirs:
             try:
@@ -1039,232 +934,186 @@ def _checksum_error(path: str, e: Any, crc: int) -> errors.DataLossError:
 
 
 def _plain_bundle(prefix: str) -> _Bundle:
-    """``<prefix>.index`` with the data files it names (flowrt's layout or TF's)."""
-    tf_bundle = _tf_bundle(prefix)
-    if tf_bundle is not None:
-        return tf_bundle
-    path, index = _read_index(prefix)
+    """``<prefix>.index`` with the data files it names (TF's layout or flowrt's older
+    one); without an index, a V1 checkpoint at ``prefix`` if there is one."""
+    path = index_filename(prefix)
+    if not os.path.exists(path):
+        v1 = _v1_paths(prefix)
+        if v1:
+            return _V1Bundle(v1)
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: "
+                                   f"Failed to find any matching files for {prefix}"
+                                   ) from None
+    except IsADirectoryError:
+        raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: "
+                                   f"{path} is a directory, not a checkpoint index"
+                                   ) from None
+    except OSError as e:
+        raise _os_error(e, f"cannot read checkpoint index {path}") from None
     d = os.path.dirname(prefix)
-    return _Bundle(path, index, lambda name: os.path.join(d, name))
+    return _bundle_of(prefix, path, blob, lambda name: os.path.join(d, name))
 
 
-# -- TensorFlow's tensor bundles (read only) ----------------------------------------------
-_TABLE_MAGIC = 0xdb4775248b80fb57
-_CRC32C = [0] * 256
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
-    _CRC32C[_i] = _c
-
-
-def _masked_crc32c(data: Any) -> int:
-    """TF's masked CRC-32C (Castagnoli) of ``data``."""
-    crc, table = 0xFFFFFFFF, _CRC32C
-    for b in bytes(data):
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xa282ead8) & 0xFFFFFFFF
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    out, shift = 0, 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        out |= (b & 0x7F) << shift
-        if b < 0x80:
-            return out, pos
-        shift += 7
-
-
-def _proto_fields(buf: bytes) -> dict[int, list[Any]]:
-    """A protobuf message's fields: number -> values (ints, or bytes when
-    length-delimited)."""
-    out: dict[int, list[Any]] = {}
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        kind = key & 7
-        if kind == 0:
-            v, pos = _varint(buf, pos)
-        elif kind == 2:
-            n, pos = _varint(buf, pos)
-            v, pos = buf[pos:pos + n], pos + n
-        elif kind == 5:
-            v, pos = struct.unpack_from("<I", buf, pos)[0], pos + 4
-        elif kind == 1:
-            v, pos = struct.unpack_from("<Q", buf, pos)[0], pos + 8
-        else:
-            raise ValueError(f"wire type {kind}")
-        out.setdefault(key >> 3, []).append(v)
-    return out
-
-
-def _table_block(data: bytes, offset: int, size: int) -> list[tuple[bytes, bytes]]:
-    """The (key, value) pairs of one uncompressed block of a LevelDB-style table."""
-    if data[offset + size] != 0:
-        raise errors.UnimplementedError(None, None, "compressed TensorFlow checkpoint "
-                                        "index blocks are not supported")
-    block = data[offset:offset + size]
-    nrestarts = struct.unpack_from("<I", block, len(block) - 4)[0]
-    end = len(block) - 4 - 4 * nrestarts
-    pos, key, out = 0, b"", []
-    while pos < end:
-        shared, pos = _varint(block, pos)
-        unshared, pos = _varint(block, pos)
-        vlen, pos = _varint(block, pos)
-        key = key[:shared] + block[pos:pos + unshared]
-        pos += unshared
-        out.append((key, block[pos:pos + vlen]))
-        pos += vlen
-    return out
-
-
-def _ordered_num(v: int) -> bytes:
-    """TF's OrderedCode::WriteNumIncreasing."""
-    body = v.to_bytes((v.bit_length() + 7) // 8, "big") if v else b""
-    return bytes([len(body)]) + body
-
-
-def _ordered_signed(v: int) -> bytes:
-    """TF's OrderedCode::WriteSignedNumIncreasing."""
-    x = ~v if v < 0 else v
-    if x < 64:
-        return bytes([(0x80 ^ v) & 0xFF])
-    n = min(x.bit_length() // 7 + 1, 10)
-    buf = bytearray((b"\xff\xff" if v < 0 else b"\x00\x00")
-                    + (v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big"))[10 - n:]
-    head = [0, 0x80, 0xc0, 0xe0, 0xf0, 0xf8, 0xfc, 0xfe, 0xff, 0xff, 0xff][n]
-    buf[0] ^= head
-    buf[1] ^= {9: 0x80, 10: 0xc0}.get(n, 0)
-    return bytes(buf)
-
-
-def tf_slice_key(name: str, extents: Sequence[tuple[int, int]]) -> bytes:
-    """TF's ``checkpoint::EncodeTensorNameSlice``: the key of a slice's data entry
-    (a length of -1 for a whole dimension)."""
-    enc = b"".join(b"\x00\xff" if c == 0 else b"\xff\x00" if c == 255 else bytes([c])
-                   for c in name.encode())
-    out = _ordered_num(0) + enc + b"\x00\x01" + _ordered_num(len(extents))
-    return out + b"".join(_ordered_signed(s) + _ordered_signed(n) for s, n in extents)
-
-
+# -- TensorFlow's tensor bundles (flowrt's format) and V1 checkpoints -------------------
 class _TFBundle(_Bundle):
-    """A checkpoint TensorFlow wrote (a tensor bundle: a table of BundleEntryProto and
-    raw data files), presented as flowrt entries; sliced tensors as slice entries."""
+    """A tensor bundle (TF's V2 layout, :mod:`flowrt.framework.tensor_bundle`): its
+    entries as readers see them, each slice of a partitioned tensor as a slice entry."""
 
-    _crc = staticmethod(_masked_crc32c)
+    def __init__(self, index_path: str, blob: bytes, base: str,
+                 resolve: Callable[[str], str]):
+        """Parse the index; check the data files exist with room for every entry.
 
-    def __init__(self, index_path: str, data: bytes, dirname: str, base: str):
-        """Parse the table and its header; check the data files exist with room for
-        every entry.
-
-        :raises DataLossError: a malformed table or entry
+        :raises DataLossError: a malformed index or an entry outside its data file
+        :raises NotFoundError: a data file is missing
         """
         self.index_path = index_path
-        self._header_ok = set()
-        try:
-            rows = self._rows(data)
-            header = _proto_fields(rows.pop(b""))
-        except (IndexError, KeyError, ValueError, struct.error) as e:
-            raise errors.DataLossError(None, None, f"Checkpoint index file {index_path} is "
-                                       f"corrupted: {e!r}") from None
-        if header.get(2, [0])[0] != 0:
-            raise errors.UnimplementedError(None, None, f"{index_path}: big-endian "
-                                            "TensorFlow checkpoints are not supported")
-        nshards = header.get(1, [1])[0]
-        self.filenames = [data_filename(base, k, nshards) for k in range(nshards)]
+        self.header, raw = _tb.parse_index(blob, index_path)
+        n = int(self.header.num_shards)
+        self.filenames = [data_filename(base, k, n) for k in range(n)]
         self.shards = []
-        for n in self.filenames:
-            path = os.path.join(dirname, n)
+        for name in self.filenames:
+            path = resolve(name)
             try:
                 self.shards.append((path, os.path.getsize(path)))
+            except FileNotFoundError:
+                raise errors.NotFoundError(None, None, f"Checkpoint data file {path} is "
+                                           f"missing (named by {index_path})") from None
             except OSError as e:
-                raise _os_error(e, f"Checkpoint data file {path} (named by {index_path})"
-                                ) from None
+                raise _os_error(e, f"cannot read checkpoint data file {path}") from None
         self.entries = {}
-        for key, value in rows.items():
-            if key.startswith(b"\x00"):
+        self._names: dict[int, str] = {}
+        self._raw: dict[str, str] = {}
+        self._raw_key = {id(e): k for k, e in raw.items()}
+        for key, e in raw.items():
+            if key.startswith("\x00"):
                 continue  # a slice's data: reached from its tensor's entry
-            name = key.decode("utf-8", "replace")
-            e = self._entry(name, _proto_fields(value))
-            slices = _proto_fields(value).get(7, [])
-            if not slices:
-                self.entries[name] = e
+            if not e.slices:
+                self._add(key, e)
                 continue
             full = [int(d.size) for d in e.shape.dim]
-            for sl in slices:
-                raw = [_proto_fields(x) for x in _proto_fields(sl).get(1, [])]
-                raw += [{}] * (len(full) - len(raw))
-                key_ext = [(x.get(1, [0])[0], x[2][0] if 2 in x else -1) for x in raw]
-                ext = [(s, n if n >= 0 else d) for (s, n), d in zip(key_ext, full)]
-                piece = rows.get(tf_slice_key(name, key_ext))
-                if piece is None:
-                    raise errors.DataLossError(None, None, f"Checkpoint index file "
-                                               f"{index_path} lacks slice "
-                                               f"{slice_spec(full, ext)} of '{name}'")
-                sk = slice_key(name, full, ext)
-                self.entries[sk] = self._entry(sk, _proto_fields(piece))
+            for piece, ext in _tb.sliced_pieces(key, e, raw, index_path):
+                self._add(slice_key(key, full, ext), piece)
 
-    @staticmethod
-    def _rows(data: bytes) -> dict[bytes, bytes]:
-        if len(data) < 48 or struct.unpack_from("<Q", data, len(data) - 8)[0] != _TABLE_MAGIC:
-            raise ValueError("not a table: bad magic number")
-        pos = len(data) - 48
-        _, pos = _varint(data, pos)
-        _, pos = _varint(data, pos)
-        off, pos = _varint(data, pos)
-        size, pos = _varint(data, pos)
-        rows: dict[bytes, bytes] = {}
-        for _, handle in _table_block(data, off, size):
-            boff, p = _varint(handle, 0)
-            bsize, _ = _varint(handle, p)
-            rows.update(_table_block(data, boff, bsize))
-        return rows
-
-    def _entry(self, name: str, f: dict[int, list[Any]]) -> Any:
-        e = _pb().CheckpointEntry(name=name, dtype=f.get(1, [0])[0], shard=f.get(3, [0])[0],
-                                  offset=f.get(4, [0])[0], size=f.get(5, [0])[0],
-                                  crc32=f.get(6, [0])[0])
-        shape = _proto_fields(f.get(2, [b""])[0])
-        for d in shape.get(2, []):
-            e.shape.dim.add(size=_proto_fields(d).get(1, [0])[0])
-        dt = _dt.as_dtype(int(e.dtype))
-        if dt is _dt.string:
-            raise errors.UnimplementedError(None, None, f"{self.index_path}: string tensor "
-                                            f"'{name}' of a TensorFlow checkpoint cannot be "
-                                            "read")
-        if not 0 <= e.shard < len(self.shards) or e.offset + e.size > self.shards[e.shard][1]:
+    def _add(self, name: str, e: Any) -> None:
+        try:
+            dt = _dt.as_dtype(int(e.dtype))
+        except TypeError:
+            dt = None
+        if dt is None or dt.base_dtype in _UNSAVEABLE or \
+                not 0 <= e.shard_id < len(self.shards) or e.offset < 0 or e.size < 0:
             raise errors.DataLossError(None, None, f"Checkpoint index file {self.index_path}"
-                                       f" is corrupted: tensor '{name}' lies outside its "
-                                       "data file")
-        return e
+                                       f" is corrupted: tensor '{name}' has an unknown dtype "
+                                       "or shard")
+        path, size = self.shards[e.shard_id]
+        if e.offset + e.size > size:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path} is truncated"
+                                       f" or corrupted: tensor '{name}' runs to byte "
+                                       f"{e.offset + e.size}, the file has {size} (named by "
+                                       f"{self.index_path})")
+        self.entries[name] = e
+        self._names[id(e)] = name
+        self._raw[name] = self._raw_key[id(e)]
+
+    def read(self, entries: Sequence[Any]) -> list[np.ndarray]:
+        """Read and verify the tensors ``entries``, opening each data file once."""
+        out: list[Any] = [None] * len(entries)
+        by_shard: dict[int, list[int]] = {}
+        for i, e in enumerate(entries):
+            by_shard.setdefault(int(e.shard_id), []).append(i)
+        for shard, idxs in by_shard.items():
+            f, path = self._open_data(shard)
+            with f:
+                for i in sorted(idxs, key=lambda k: entries[k].offset):
+                    out[i] = _tb.read_tensor(f, entries[i], path, self._names[id(entries[i])])
+        return out
 
     def verify(self) -> None:
         """Check every tensor against its CRC-32C."""
+        for shard, (path, size) in enumerate(self.shards):
+            if not os.path.exists(path) or os.path.getsize(path) != size:
+                raise errors.DataLossError(None, None, f"Checkpoint data file {path} "
+                                           "changed size")
         self.read(list(self.entries.values()))
 
     def _open_data(self, shard: int) -> tuple[BinaryIO, str]:
         path = self.shards[shard][0]
         try:
             return open(path, "rb"), path
+        except FileNotFoundError:
+            raise errors.NotFoundError(None, None, f"Checkpoint data file {path} is "
+                                       f"missing (named by {self.index_path})") from None
         except OSError as e:
             raise _os_error(e, f"cannot read checkpoint data file {path}") from None
 
+    def debug_lines(self) -> list[bytes]:
+        """TF's BundleReader::DebugString lines: every row but the header and the
+        entries of sliced tensors, in key order."""
+        out = []
+        for key, e in sorted((_tb._row_key(self._raw[n]), e) for n, e in self.entries.items()):
+            dt = _dt.as_dtype(int(e.dtype)).name.upper()
+            dt = {"FLOAT32": "FLOAT", "FLOAT64": "DOUBLE", "FLOAT16": "HALF"}.get(dt, dt)
+            shape = ",".join(str(d.size) for d in e.shape.dim)
+            out.append(key + f" (DT_{dt}) [{shape}]".encode())
+        return out
 
-def _tf_bundle(prefix: str) -> _TFBundle | None:
-    """The TensorFlow checkpoint at ``prefix``; None when its index is not TF's."""
-    path = index_filename(prefix)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None  # _read_index reports it
-    if data[:len(INDEX_MAGIC)] == INDEX_MAGIC or len(data) < 48 or \
-            struct.unpack_from("<Q", data, len(data) - 8)[0] != _TABLE_MAGIC:
-        return None
-    return _TFBundle(path, data, os.path.dirname(prefix), os.path.basename(prefix))
+
+class _V1Bundle(_Bundle):
+    """A V1 checkpoint (TF's ``SaverDef.V1``: one table of SavedTensorSlices, or one per
+    shard), read-only."""
+
+    def __init__(self, paths: Sequence[str]):
+        self.index_path = paths[0]
+        self.filenames = [os.path.basename(p) for p in paths]
+        self.shards = [(p, os.path.getsize(p)) for p in paths]
+        self.entries = {}
+        self._decoders: dict[int, Callable[[], np.ndarray]] = {}
+        for name, (dtype, full, pieces) in _tb.read_v1(paths).items():
+            for ext, decode in pieces:
+                e = tensor_bundle_pb2.BundleEntryProto(dtype=dtype.as_datatype_enum)
+                for _, n in ext:
+                    e.shape.dim.add(size=n)
+                whole = all(s == 0 and n == d for (s, n), d in zip(ext, full))
+                key = name if whole and len(pieces) == 1 else slice_key(name, full, ext)
+                self.entries[key] = e
+                self._decoders[id(e)] = decode
+
+    def read(self, entries: Sequence[Any]) -> list[np.ndarray]:
+        return [self._decoders[id(e)]() for e in entries]
+
+    def verify(self) -> None:
+        self.read(list(self.entries.values()))
+
+
+def _v1_paths(prefix: str) -> list[str]:
+    """The files of a V1 checkpoint at ``prefix`` (itself, or the shards a pattern such as
+    ``model.ckpt-?????-of-00002`` matches); empty when it is none."""
+    paths = [prefix] if os.path.isfile(prefix) else sorted(glob.glob(prefix))
+    out = []
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                f.seek(0, 2)
+                if f.tell() < 48:
+                    continue
+                f.seek(-8, 2)
+                if struct.unpack("<Q", f.read(8))[0] == _tb.TABLE_MAGIC:
+                    out.append(p)
+        except OSError:
+            continue
+    return out
+
+
+def _bundle_of(prefix: str, index_path: str, blob: bytes,
+               resolve: Callable[[str], str]) -> _Bundle:
+    """The checkpoint an index file's bytes describe: TF's layout or flowrt's older one
+    (told apart by the leading magic)."""
+    if blob[:len(INDEX_MAGIC)] == INDEX_MAGIC:
+        return _Bundle(index_path, _decode_index(blob, index_path), resolve)
+    return _TFBundle(index_path, blob, os.path.basename(prefix), resolve)
 
 
 def _pending_indexes(prefix: str) -> list[tuple[str, str]]:
@@ -1301,23 +1150,22 @@ def _pending_bundle(prefix: str, path: str, token: str) -> _Bundle:
             blob = f.read()
     except OSError as e:
         raise _os_error(e, f"cannot read checkpoint index {path}") from None
-    index = _decode_index(blob, path)
     d = os.path.dirname(prefix)
 
     def resolve(name: str) -> str:
         temp = os.path.join(d, _temp_path(name, token))
         return temp if os.path.exists(temp) else os.path.join(d, name)
 
-    return _Bundle(path, index, resolve)
+    return _bundle_of(prefix, path, blob, resolve)
 
 
 def _index_state(prefix: str) -> bytes | None:
-    """What identifies ``<prefix>.index`` now (None if absent): its header, which holds
-    the CRC-32 of the whole index and so of every tensor's CRC-32. (Not the inode and
-    mtime: saves in quick succession reuse inodes within one mtime tick.)"""
+    """What identifies ``<prefix>.index`` now (None if absent): its bytes, which hold
+    every tensor's checksum. (Not the inode and mtime: saves in quick succession reuse
+    inodes within one mtime tick.)"""
     try:
         with open(index_filename(prefix), "rb") as f:
-            return f.read(INDEX_HEADER_SIZE)
+            return f.read()
     except OSError:
         return None
 
@@ -1513,7 +1361,10 @@ class CheckpointReader:
         return {n: v.dtype for n, v in self._vars.items()}
 
     def debug_string(self) -> bytes:
-        """One line per tensor: ``name (dtype) [shape]``."""
+        """One line per tensor: ``name (dtype) [shape]`` (for a TF bundle, TF's lines:
+        one per row, slices under their binary keys)."""
+        if isinstance(self._bundle, _TFBundle):
+            return b"".join(line + b"\n" for line in self._bundle.debug_lines())
         lines = []
         for n in sorted(self._vars):
             v = self._vars[n]

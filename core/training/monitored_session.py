@@ -34,7 +34,7 @@ from ..framework.events import FileWriterCache
 from ..framework.graph import (GraphKeys, add_to_collection, api_function, get_collection,
                                get_default_graph)
 from ..plugin.runtime import require_api
-from ..proto import event_pb2, summary_pb2
+from ..proto import config_pb2, event_pb2, summary_pb2
 from .coordinator import Coordinator, start_queue_runners
 from . import variables as _vars
 from ..framework.session import Session
@@ -1030,8 +1030,12 @@ class _HookedSession:
                     if k in hook_feeds:
                         raise RuntimeError(f"Same tensor is fed by two hooks: {k}")
                     hook_feeds[k] = v
-            if request.options is not None and options is None:
-                options = request.options
+            if request.options is not None:  # merged as TF's _merge_run_options
+                options = options or config_pb2.RunOptions()
+                ro = request.options
+                options.trace_level = max(options.trace_level, ro.trace_level)
+                options.timeout_in_ms = max(options.timeout_in_ms, ro.timeout_in_ms)
+                options.output_partition_graphs |= ro.output_partition_graphs
         if hook_feeds:
             if feed_dict:
                 for k in hook_feeds:
@@ -1041,6 +1045,7 @@ class _HookedSession:
                 feed_dict = {**feed_dict, **hook_feeds}
             else:
                 feed_dict = hook_feeds
+        run_metadata = run_metadata if run_metadata is not None else config_pb2.RunMetadata()
         outputs = self._sess.run(actual_fetches, feed_dict=feed_dict, options=options,
                                  run_metadata=run_metadata)
         for hook in self._hooks:

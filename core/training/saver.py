@@ -37,9 +37,7 @@ import importlib
 from ..base.device_spec import DeviceSpec
 from google.protobuf import text_format
 import re
-from ..base import VERSION
-from ..framework.graph_def import python_attr_of
-from ..framework.graph_def import import_graph_def
+from .meta_graph import export_meta_graph, import_meta_graph, read_meta_graph_file
 
 __all__ = [
     "Saver", "SaveSpec", "SaveableObject", "BaseSaverBuilder", "BulkSaverBuilder",
@@ -289,6 +287,9 @@ class BaseSaverBuilder:
                 names.append(spec.name)
                 slices.append(spec.slice_spec)
                 tensors.append(spec.tensor)
+        if self._write_version == 1:  # TF's V1 layout: one file, SavedTensorSlices
+            return apply_op("SaveSlices", name="save", filename=filename_tensor,
+                            tensor_names=names, shapes_and_slices=slices, data=tensors)
         return apply_op("SaveV2", name="SaveV2", prefix=filename_tensor,
                         tensor_names=names, shape_and_slices=slices, tensors=tensors)
 
@@ -532,7 +533,7 @@ class Saver:
     :param builder: a :class:`BaseSaverBuilder` (default :class:`BulkSaverBuilder`)
     :param defer_build: build the ops later, with :meth:`build`
     :param allow_empty: with no variables, do nothing instead of raising ValueError
-    :param write_version: 2 (V1 is not supported: a V1 request writes V2 with a warning)
+    :param write_version: 2, or 1 for TF's V1 layout (one file; unsharded only)
     :param pad_step_number: write the global step as 8 digits
     :param save_relative_paths: store paths relative to the directory in the state file
     :param filename: default prefix of the filename tensor
@@ -566,8 +567,8 @@ class Saver:
         self._is_built = False
         self._allow_empty = allow_empty
         self._is_empty: bool | None = None
-        if write_version != 2:
-            warnings.warn("flowrt writes only the V2 checkpoint layout; write_version="
+        if write_version != 2 and (write_version != 1 or sharded):
+            warnings.warn("flowrt writes V1 checkpoints only unsharded; write_version="
                           f"{write_version} is ignored", stacklevel=2)
             write_version = 2
         self._write_version = write_version
@@ -1033,221 +1034,3 @@ def list_variables(ckpt_dir_or_file: Any) -> list[tuple[str, list[int]]]:
     reader = load_checkpoint(ckpt_dir_or_file)
     shapes = reader.get_variable_to_shape_map()
     return [(n, shapes[n]) for n in sorted(shapes)]
-
-
-# =========================================================================================
-# meta graphs
-# =========================================================================================
-def _variable_def(v: Variable) -> Any:
-    vd = _pb("meta_graph").VariableDef(
-        variable_name=v.name, initializer_name=v.initializer.name,
-        snapshot_name=v.value().name, is_resource=False, trainable=bool(v.trainable))
-    iv = getattr(v, "_initial_value", None)
-    if isinstance(iv, Tensor):
-        vd.initial_value_name = iv.name
-    return vd
-
-
-def _variable_from_def(graph: Any, vd: Any, scope: str | None) -> Variable:
-    """A tf.Variable object for the imported nodes a VariableDef names."""
-    with graph.as_default():
-        return Variable.from_proto(vd, import_scope=scope)
-
-
-def _collection_def(key: str, values: list[Any], cd: Any) -> bool:
-    """Fill ``cd`` from a collection's values; False if they cannot be serialized."""
-    if not values:
-        return False
-    if all(isinstance(v, Variable) for v in values):
-        cd.bytes_list.value.extend(_variable_def(v).SerializeToString() for v in values)
-    elif all(isinstance(v, Saver) for v in values):
-        cd.bytes_list.value.extend(v.saver_def.SerializeToString() for v in values)
-    elif all(isinstance(v, (Tensor, Operation)) for v in values):
-        cd.node_list.value.extend(v.name for v in values)
-    elif all(isinstance(v, (int,)) for v in values):
-        cd.int64_list.value.extend(int(v) for v in values)
-    elif all(isinstance(v, float) for v in values):
-        cd.float_list.value.extend(values)
-    elif all(isinstance(v, (str, bytes)) for v in values):
-        cd.bytes_list.value.extend(v.encode() if isinstance(v, str) else v for v in values)
-    else:
-        _log.warning("Issue encountered when serializing %s: its values cannot be "
-                     "written to a meta graph", key)
-        return False
-    return True
-
-
-def export_meta_graph(filename: str | None = None, meta_info_def: Any = None,
-                      graph_def: Any = None, saver_def: Any = None,
-                      collection_list: Sequence[str] | None = None, as_text: bool = False,
-                      graph: Any = None, export_scope: str | None = None,
-                      clear_devices: bool = False, clear_extraneous_savers: bool = False,
-                      strip_default_attrs: bool = False, save_debug_info: bool = False,
-                      **kwargs: Any) -> Any:
-    """Build a ``MetaGraphDef`` (graph, saver and collections); write it to
-    ``filename`` (binary, or text with ``as_text``) atomically, and return it."""
-    del clear_extraneous_savers, save_debug_info, kwargs
-    if export_scope:
-        raise NotImplementedError("export_meta_graph(export_scope=...) is not supported")
-    g = graph if graph is not None else get_default_graph()
-    mg = _pb("meta_graph").MetaGraphDef()
-    if meta_info_def is not None:
-        mg.meta_info_def.CopyFrom(meta_info_def)
-
-    mg.meta_info_def.tensorflow_version = f"flowrt {VERSION}"
-    if strip_default_attrs:
-        mg.meta_info_def.stripped_default_attrs = True
-    mg.graph_def.CopyFrom(graph_def if graph_def is not None
-                          else g.as_graph_def(add_shapes=True))
-    if strip_default_attrs:
-        _strip_defaults(mg.graph_def, g._runtime)
-    if clear_devices:
-        for nd in mg.graph_def.node:
-            nd.device = ""
-    if saver_def is not None:
-        mg.saver_def.CopyFrom(saver_def)
-    keys = collection_list if collection_list is not None else g.get_all_collection_keys()
-    for key in keys:
-        if not isinstance(key, str):
-            continue
-        values = g.get_collection(key)
-        cd = _pb("meta_graph").CollectionDef()
-        if _collection_def(key, values, cd):
-            mg.collection_def[key].CopyFrom(cd)
-    if filename:
-        if as_text:
-
-            data: bytes | str = text_format.MessageToString(mg)
-        else:
-            data = mg.SerializeToString()
-        d = os.path.dirname(filename)
-        if d:
-            os.makedirs(d, exist_ok=True)
-        _ckpt.atomic_write(filename, data)
-    return mg
-
-
-def _strip_defaults(gd: Any, runtime: Any) -> None:
-
-    for nd in gd.node:
-        od = runtime.op_defs.get(nd.op)
-        if od is None:
-            continue
-        for k in list(nd.attr):
-            a = od.attrs.get(k)
-            if a is None or not a.has_default:
-                continue
-            try:
-                if python_attr_of(nd.attr[k], a.kind) == a.default:
-                    del nd.attr[k]
-            except Exception:
-                continue
-
-
-def read_meta_graph_file(filename: str) -> Any:
-    """Parse a meta graph file written as binary or text.
-
-    :raises IOError: the file does not exist or parses as neither
-    """
-
-    mg = _pb("meta_graph").MetaGraphDef()
-    if not os.path.exists(filename):
-        raise IOError(f"File {filename} does not exist.")
-    with open(filename, "rb") as f:
-        content = f.read()
-    try:
-        mg.ParseFromString(content)
-        return mg
-    except Exception:
-        pass
-    try:
-        text_format.Merge(content.decode("utf-8"), mg)
-    except (text_format.ParseError, UnicodeDecodeError) as e:
-        raise IOError(f"Cannot parse file {filename}: {e}.") from None
-    return mg
-
-
-def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
-                      import_scope: str | None = None, **kwargs: Any) -> Saver | None:
-    """Import a meta graph into the default graph: its nodes, its collections (variables
-    become tf.Variable objects again) and its saver, which is returned (None when it
-    has no saver and no variables).
-    """
-
-    if isinstance(meta_graph_or_file, (str, bytes, os.PathLike)):
-        mg = read_meta_graph_file(_as_str(meta_graph_or_file))
-    else:
-        mg = meta_graph_or_file
-    gd = mg.graph_def
-    if clear_devices:
-        gd = type(gd)()
-        gd.CopyFrom(mg.graph_def)
-        for nd in gd.node:
-            nd.device = ""
-    g = get_default_graph()
-    scope = import_scope or ""
-    import_graph_def(gd, name=scope, input_map=kwargs.get("input_map"))
-    variables: dict[str, Variable] = {}
-    for key in sorted(mg.collection_def):
-        cd = mg.collection_def[key]
-        kind = cd.WhichOneof("kind")
-        if kind is None:
-            continue
-        values: list[Any] = []
-        try:
-            if kind == "node_list":
-                values = [g.as_graph_element(_prepend(n, scope)) for n in cd.node_list.value]
-            elif kind == "bytes_list" and key in _VARIABLE_COLLECTIONS:
-                for b in cd.bytes_list.value:
-                    vd = _pb("meta_graph").VariableDef.FromString(b)
-                    v = variables.get(vd.variable_name)
-                    if v is None:
-                        v = variables[vd.variable_name] = _variable_from_def(g, vd, scope)
-                    values.append(v)
-            elif kind == "bytes_list" and key == GraphKeys.SAVERS:
-                sd_cls = _pb("saver").SaverDef
-                values = [Saver(saver_def=sd_cls.FromString(b), name=scope or None)
-                          for b in cd.bytes_list.value]
-            elif kind == "bytes_list":
-                values = list(cd.bytes_list.value)
-            elif kind == "int64_list":
-                values = [int(x) for x in cd.int64_list.value]
-            elif kind == "float_list":
-                values = [float(x) for x in cd.float_list.value]
-        except (KeyError, ValueError) as e:
-            _log.warning("Cannot restore collection %s of the meta graph: %s", key, e)
-            continue
-        for v in values:
-            g.add_to_collection(key, v)
-    if mg.HasField("saver_def"):
-        sd = _pb("saver").SaverDef()
-        sd.CopyFrom(mg.saver_def)
-        saver = Saver(saver_def=sd, name=scope or None)
-        _restore_static_shapes(g, saver.saver_def.restore_op_name)
-        return saver
-    if g.get_collection(GraphKeys.GLOBAL_VARIABLES):
-        return Saver()
-    _log.info("Saver not created because there are no variables in the graph to restore")
-    return None
-
-
-def _restore_static_shapes(g: Any, restore_op_name: str) -> None:
-    """After an import, give each RestoreV2 output the shape of the variable it is
-    assigned to (what the builder sets), so restores keep checking shapes."""
-    try:
-        root = g.as_graph_element(restore_op_name, allow_tensor=False)
-    except (KeyError, ValueError, TypeError):
-        return
-    stack, seen = [root], set()
-    while stack:
-        op = stack.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        if op.type == "Assign" and op.get_attr("validate_shape") and \
-                op.inputs[1].op.type == "RestoreV2":
-            try:
-                op.inputs[1].set_shape(op.inputs[0].shape)
-            except ValueError:
-                pass
-        stack.extend(op.control_inputs)

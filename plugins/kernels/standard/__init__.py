@@ -62,6 +62,11 @@ from . import reader_ops  # noqa: F401,E402
 from . import dataset_kernels  # noqa: F401,E402
 from . import inputs_api  # noqa: F401,E402
 from . import proto_ops  # noqa: F401,E402
+from . import saved_model_api  # noqa: F401,E402
+from . import stitch_ops  # noqa: F401,E402
+from . import interop_api  # noqa: F401,E402
+from . import optimizers_more  # noqa: F401,E402
+from . import train_more_api  # noqa: F401,E402
 from . import passes  # noqa: E402
 
 __all__ = ["ks", "flowrt_kernel_sets", "flowrt_graph_passes"]

@@ -1,8 +1,9 @@
 """Checkpoint ops (SaveV2, RestoreV2, MergeV2Checkpoints, ShardedFilename,
-ShardedFilespec) and the ``tf.train`` checkpoint API (Saver, latest_checkpoint ...).
+ShardedFilespec; V1's Save, SaveSlices, Restore, RestoreSlice) and the ``tf.train``
+checkpoint API (Saver, latest_checkpoint ...).
 
-The kernels read and write flowrt's checkpoint layout (:mod:`flowrt.checkpoint`,
-docs/checkpoints.md). They run on the device the op is placed on, which the Saver
+The kernels read and write TensorFlow's checkpoint layout, which is flowrt's
+(:mod:`flowrt.checkpoint`, docs/checkpoints.md); RestoreV2 also reads V1 files. They run on the device the op is placed on, which the Saver
 chooses beside the variables, so each shard is written where its variables live.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import flowrt.checkpoint as _ckpt
+import flowrt.modeling.warm_start as _warm_start
 import flowrt.saver as _saver
 from flowrt import errors
 from flowrt.op_registry import OpDef
@@ -249,8 +251,101 @@ def _sharded_filespec_kernel(ctx: Any) -> Any:
     return fn
 
 
+# -- V1 checkpoints: Save / SaveSlices write one table, Restore / RestoreSlice read it ---------
+def _v1_save_shape(op: Any) -> list[TensorShape]:
+    _rank(op, 0, 0, "filename")
+    return []
+
+
+def _v1_restore_shape(op: Any) -> list[TensorShape]:
+    _rank(op, 0, 0, "file_pattern")
+    _rank(op, 1, 0, "tensor_name")
+    return [unknown_shape()]
+
+
+ks.op(
+    OpDef("Save", inputs=["filename: string", "tensor_names: string", "data: T"],
+          attrs=["T: list(type)"], shape_fn=_v1_save_shape, is_stateful=True,
+          doc="Saves tensors as a V1 checkpoint (one file)."),
+    OpDef("SaveSlices",
+          inputs=["filename: string", "tensor_names: string", "shapes_and_slices: string",
+                  "data: T"],
+          attrs=["T: list(type)"], shape_fn=_v1_save_shape, is_stateful=True,
+          doc="Saves tensors or slices of them as a V1 checkpoint (one file)."),
+    OpDef("Restore", inputs=["file_pattern: string", "tensor_name: string"],
+          outputs=["tensor: dt"], attrs=["dt: type", "preferred_shard: int = -1"],
+          shape_fn=_v1_restore_shape, is_stateful=True,
+          doc="Reads a tensor from a checkpoint (V1 or V2)."),
+    OpDef("RestoreSlice",
+          inputs=["file_pattern: string", "tensor_name: string", "shape_and_slice: string"],
+          outputs=["tensor: dt"], attrs=["dt: type", "preferred_shard: int = -1"],
+          shape_fn=_v1_restore_shape, is_stateful=True,
+          doc="Reads a slice of a tensor from a checkpoint (V1 or V2)."),
+)
+
+
+def _v1_save(ctx: Any, sliced: bool) -> Any:
+    dtypes = [d.base_dtype for d in ctx.attrs["T"]]
+    to_host = None if ctx.xp is np else ctx.device.to_host
+
+    def save(filename: Any, tensor_names: Any, *rest: Any) -> None:
+        p = _scalar_str(filename, "filename")
+        names = _str_list(tensor_names, "tensor_names")
+        specs = _str_list(rest[0], "shapes_and_slices") if sliced else [""] * len(names)
+        tensors = list(rest[1:] if sliced else rest)
+        if not len(names) == len(specs) == len(tensors):
+            raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names, "
+                                              f"{len(specs)} slices and {len(tensors)} "
+                                              "tensors")
+        if to_host is not None:
+            tensors = [to_host(t) for t in tensors]
+        _ckpt.write_v1_checkpoint(p, names, tensors, dtypes, specs)
+        return None
+
+    return save
+
+
+@ks.kernel("Save", expensive=True)
+def _save_kernel(ctx: Any) -> Any:
+    return _v1_save(ctx, False)
+
+
+@ks.kernel("SaveSlices", expensive=True)
+def _save_slices_kernel(ctx: Any) -> Any:
+    return _v1_save(ctx, True)
+
+
+def _v1_restore(ctx: Any, sliced: bool) -> Any:
+    dt = ctx.attrs["dt"].base_dtype
+    from_host = None if ctx.xp is np else ctx.device.from_host
+
+    def restore(file_pattern: Any, tensor_name: Any, *spec: Any) -> Any:
+        p = _scalar_str(file_pattern, "file_pattern")
+        name = _scalar_str(tensor_name, "tensor_name")
+        sl = _scalar_str(spec[0], "shape_and_slice") if sliced else ""
+        reader = _ckpt.CheckpointReader(p)
+        if reader.dtype(name) is not dt:
+            raise errors.InvalidArgumentError(
+                None, None, f"tensor_name = {name}; expected dtype {dt.name} does not "
+                f"equal restored dtype {reader.dtype(name).name} (checkpoint {p})")
+        (value,) = reader.read([name], [sl])
+        return value if from_host is None else from_host(value)
+
+    return restore
+
+
+@ks.kernel("Restore", expensive=True)
+def _restore_kernel(ctx: Any) -> Any:
+    return _v1_restore(ctx, False)
+
+
+@ks.kernel("RestoreSlice", expensive=True)
+def _restore_slice_kernel(ctx: Any) -> Any:
+    return _v1_restore(ctx, True)
+
+
 ks.not_differentiable("SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename",
-                      "ShardedFilespec")
+                      "ShardedFilespec", "Save", "SaveSlices", "Restore", "RestoreSlice")
 
 # -- the tf.train API ---------------------------------------------------------------------
 Saver = _saver.Saver
@@ -271,4 +366,6 @@ for _name, _value in (
         ("train.export_meta_graph", _saver.export_meta_graph),
         ("train.import_meta_graph", _saver.import_meta_graph),
 ):
+    ks.export(_name, _value)
+for _name, _value in _warm_start.API.items():
     ks.export(_name, _value)

@@ -24,7 +24,7 @@ from flowrt.graph import (GraphKeys, Operation, Tensor, api_function, apply_op, 
                           init_scope, name_scope)
 from flowrt.op_registry import OpDef
 from flowrt.variable_scope import get_variable, get_variable_scope, variable_scope
-from flowrt.variables import Variable, trainable_variables
+from flowrt.variables import SaveSliceInfo, Variable, trainable_variables
 
 from . import training_ops
 from ._common import ks
@@ -59,11 +59,23 @@ def _create_slot_var(primary: Any, val: Any, scope: str, validate_shape: bool, s
     current_partitioner = vs.partitioner
     vs.set_partitioner(None)
     try:
-        return get_variable(scope, initializer=val, trainable=False,
+        slot = get_variable(scope, initializer=val, trainable=False,
                             shape=shape if callable(val) else None, dtype=dtype,
                             validate_shape=validate_shape)
     finally:
         vs.set_partitioner(current_partitioner)
+    info = primary._get_save_slice_info() if isinstance(primary, Variable) else None
+    if info is not None:
+        # a slot of a partition is the same slice of one slot variable, saved under
+        # "<full name>/<slot>" as TF's slot_creator does (so TF's checkpoints restore);
+        # a slot of lower rank keeps the leading dimensions, a scalar slot is whole
+        real_slot_name = slot.name[len(primary.op.name + "/"):-2]
+        n = slot.get_shape().ndims
+        if n is None or n > 0:
+            slot._set_save_slice_info(SaveSliceInfo(
+                info.full_name + "/" + real_slot_name, info.full_shape[:n],
+                info.var_offset[:n], info.var_shape[:n]))
+    return slot
 
 
 def create_slot(primary: Any, val: Any, name: str, colocate_with_primary: bool = True
