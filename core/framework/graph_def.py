@@ -221,29 +221,6 @@ def _find_cycle(remaining: set[str], preds: Mapping[str, list[str]]) -> list[str
     return path[seen[cur]:] + [cur]
 
 
-#: attrs newer TensorFlow versions write that only hint at an optimisation (the MatMuls of
-#: a gradient): dropped on import where the runtime's op definition has no such attr
-_HINT_ATTRS = {"MatMul": ("grad_a", "grad_b"), "BatchMatMulV2": ("grad_x", "grad_y"),
-               "BatchMatMulV3": ("grad_x", "grad_y")}
-
-
-def _without_hint_attrs(graph_def: GraphDef, op_defs: Mapping[str, Any]) -> GraphDef:
-    """``graph_def``, or a copy without the :data:`_HINT_ATTRS` our op definitions lack."""
-    def drop(node: NodeDef) -> list[str]:
-        od = op_defs.get(node.op)
-        return [k for k in _HINT_ATTRS.get(node.op, ())
-                if k in node.attr and (od is None or k not in od.attrs)]
-
-    if not any(drop(n) for n in graph_def.node if n.op in _HINT_ATTRS):
-        return graph_def
-    copy = GraphDef()
-    copy.CopyFrom(graph_def)
-    for n in copy.node:
-        for k in drop(n) if n.op in _HINT_ATTRS else ():
-            del n.attr[k]
-    return copy
-
-
 class UnregisteredOpsError(errors.NotFoundError, ValueError):
     """A GraphDef uses op types no loaded kernel set registers (TensorFlow raises
     ``NotFoundError``; a ``ValueError`` too, as flowrt's import raised before)."""
@@ -349,7 +326,6 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
         raise ValueError(f"GraphDef disallows consumer version {GRAPH_DEF_VERSION}")
 
     check_ops_registered(graph_def, runtime)
-    graph_def = _without_hint_attrs(graph_def, runtime.op_defs)
     if producer_op_list is not None:
         copy = GraphDef()
         copy.CopyFrom(graph_def)

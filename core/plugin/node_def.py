@@ -62,6 +62,14 @@ def _decode(av: Any, kind: str | None) -> Any:
     return python_attr_of(av, kind)  # (a tensor kind holding anything else: an error)
 
 
+#: attrs newer TensorFlow versions write, whatever their value, that only hint at an
+#: optimisation (grad_a: this MatMul computes a gradient): dropped where the op
+#: definition lacks them
+HINT_ATTRS: dict[str, tuple[str, ...]] = {
+    "MatMul": ("grad_a", "grad_b"), "BatchMatMulV2": ("grad_x", "grad_y"),
+    "BatchMatMulV3": ("grad_x", "grad_y")}
+
+
 def decode_node_attrs(attrs: Mapping[str, Any], op_def: Any, where: str | None = None,
                       reserved_prefix: str | None = None,
                       reserved: Container[str] = ()) -> dict[str, Any]:
@@ -87,9 +95,10 @@ def decode_node_attrs(attrs: Mapping[str, Any], op_def: Any, where: str | None =
         adef = adefs.get(key)
         if adef is None:
             if not key.startswith("_"):
-                if is_default_like(av):
-                    # an attr a newer TF added with its default value (MatMul's grad_a,
-                    # MaxPool's explicit_paddings ...): dropping it keeps the meaning
+                if is_default_like(av) or key in HINT_ATTRS.get(op_def.name, ()):
+                    # an attr a newer TF added with its default value (MaxPool's
+                    # explicit_paddings ...), or one that only hints at an optimisation
+                    # (the MatMuls of a gradient): dropping it keeps the meaning
                     continue
                 raise ValueError(f"{pre}NodeDef mentions attr '{key}' not in the op "
                                  f"definition of '{op_def.name}' (attrs: "
