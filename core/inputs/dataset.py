@@ -503,47 +503,129 @@ class Env:
 # =======================================================================================
 # Dataset
 # =======================================================================================
-class Options:
-    """``tf.data.Options``: settings a pipeline carries (``experimental_deterministic``,
-    ``experimental_threading`` ...). flowrt keeps and merges them as TF does but its
-    pipelines do not depend on them. Unknown attributes raise AttributeError, as TF's
-    options do."""
+class _OptionsBase:
+    """TF's options objects: typed fields that default to None (or a nested options
+    object), AttributeError for an unknown name, TypeError for a wrong type; merged
+    field by field (:func:`merge_options`)."""
 
-    _FIELDS = ("experimental_deterministic", "experimental_distribute",
-               "experimental_optimization", "experimental_slack", "experimental_stats",
-               "experimental_threading", "experimental_external_state_policy")
+    #: field name -> (type, default factory)
+    _FIELDS: dict[str, tuple[Any, Callable[[], Any]]] = {}
 
     def __init__(self) -> None:
         object.__setattr__(self, "_values", {})
 
     def __getattr__(self, name: str) -> Any:
-        if name in Options._FIELDS:
-            return self._values.get(name)
-        raise AttributeError(f"'Options' object has no attribute '{name}'")
+        fields = type(self)._FIELDS
+        if name in fields:
+            vals = self.__dict__["_values"]
+            if name not in vals:
+                vals[name] = fields[name][1]()
+            return vals[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in Options._FIELDS:
-            raise AttributeError(f"Cannot set the property {name} on Options.")
+        fields = type(self)._FIELDS
+        if name not in fields:
+            raise AttributeError(f"Cannot set the property {name} on "
+                                 f"{type(self).__name__}.")
+        ty = fields[name][0]
+        if value is not None and not isinstance(value, ty) or \
+                (ty is int and isinstance(value, bool)):
+            raise TypeError(f"Property \"{name}\" must be of type {ty}, got: {value!r} "
+                            f"(type: {type(value)})")
         self._values[name] = value
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Options) and self._values == other._values
+        if type(self) is not type(other):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in type(self)._FIELDS)
 
-    def merge(self, options: "Options") -> "Options":
-        """A new Options: these, overridden by what ``options`` sets."""
-        out = Options()
-        out._values.update(self._values)
-        out._values.update(options._values)
-        return out
+    def __ne__(self, other: Any) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
 
 
-class ThreadingOptions:
+def merge_options(*options_list: Any) -> Any:
+    """TF 1.15's merge: each set field of each options object in turn; nested options
+    merged field by field.
+
+    :raises ValueError: two different values set for one field"""
+    kind = type(options_list[0])
+    default, result = kind(), kind()
+    for options in options_list:
+        if type(options) is not kind:
+            raise TypeError(f"Incompatible options type: {type(options)!r} vs {kind!r}")
+        for name in kind._FIELDS:
+            this, that, base = (getattr(o, name) for o in (result, options, default))
+            if that == base:
+                continue
+            if this == base:
+                setattr(result, name, that)
+            elif isinstance(this, _OptionsBase):
+                setattr(result, name, merge_options(this, that))
+            elif this != that:
+                raise ValueError(f"Cannot merge incompatible values ({this!r} and "
+                                 f"{that!r}) of option: {name}")
+    return result
+
+
+def _none() -> None:
+    return None
+
+
+class ThreadingOptions(_OptionsBase):
     """``tf.data.experimental.ThreadingOptions``: ``private_threadpool_size`` and
     ``max_intra_op_parallelism`` (kept, not used)."""
 
-    def __init__(self) -> None:
-        self.private_threadpool_size: int | None = None
-        self.max_intra_op_parallelism: int | None = None
+    _FIELDS = {"max_intra_op_parallelism": (int, _none),
+               "private_threadpool_size": (int, _none)}
+
+
+class MapVectorizationOptions(_OptionsBase):
+    """``tf.data.experimental.MapVectorizationOptions``: ``enabled``,
+    ``use_choose_fastest`` (kept, not used)."""
+
+    _FIELDS = {"enabled": (bool, _none), "use_choose_fastest": (bool, _none)}
+
+
+class OptimizationOptions(_OptionsBase):
+    """``tf.data.experimental.OptimizationOptions``: TF 1.15's static optimization
+    switches (kept and merged; flowrt's pipelines run the same whatever they say)."""
+
+    _FIELDS = {**{n: (bool, _none) for n in (
+        "apply_default_optimizations", "autotune", "autotune_buffers", "filter_fusion",
+        "filter_with_random_uniform_fusion", "hoist_random_uniform", "map_and_batch_fusion",
+        "map_and_filter_fusion", "map_fusion", "map_parallelization", "noop_elimination",
+        "parallel_batch", "shuffle_and_repeat_fusion")},
+        "autotune_cpu_budget": (int, _none),
+        "map_vectorization": (MapVectorizationOptions, MapVectorizationOptions)}
+
+
+class DistributeOptions(_OptionsBase):
+    """``tf.data.experimental.DistributeOptions``: ``auto_shard`` (default True) and
+    ``num_devices`` (kept, not used)."""
+
+    _FIELDS = {"auto_shard": (bool, lambda: True), "num_devices": (int, _none)}
+
+
+class Options(_OptionsBase):
+    """``tf.data.Options``: settings a pipeline carries (``experimental_deterministic``,
+    ``experimental_optimization`` ...). flowrt keeps and merges them as TF 1.15 does
+    (a conflicting value is a ValueError) but its pipelines do not depend on them."""
+
+    _FIELDS = {"experimental_deterministic": (bool, _none),
+               "experimental_distribute": (DistributeOptions, DistributeOptions),
+               "experimental_optimization": (OptimizationOptions, OptimizationOptions),
+               "experimental_slack": (bool, _none),
+               "experimental_stats": (object, _none),
+               "experimental_threading": (ThreadingOptions, ThreadingOptions),
+               "experimental_external_state_policy": (object, _none)}
+
+    def merge(self, options: "Options") -> "Options":
+        """A new Options: these merged with ``options`` (ValueError on a conflict)."""
+        return merge_options(self, options)
 
 
 class ElementStructure:
@@ -788,10 +870,8 @@ class Dataset(ElementStructure):
         them)."""
         if not isinstance(options, Options):
             raise TypeError(f"options must be a tf.data.Options, got {type(options).__name__}")
-        merged = Options()
-        for src in (getattr(self, "_options", None), options):
-            if src is not None:
-                merged._values.update(src._values)
+        mine = getattr(self, "_options", None)
+        merged = merge_options(options) if mine is None else merge_options(mine, options)
         out = copy.copy(self)  # (the original keeps its options, as in TF)
         out._options = merged
         return out
@@ -1442,6 +1522,9 @@ API = {
     "data.AUTOTUNE": AUTOTUNE,
     "data.Options": Options,
     "data.experimental.ThreadingOptions": ThreadingOptions,
+    "data.experimental.OptimizationOptions": OptimizationOptions,
+    "data.experimental.MapVectorizationOptions": MapVectorizationOptions,
+    "data.experimental.DistributeOptions": DistributeOptions,
     "data.experimental.INFINITE_CARDINALITY": INFINITE_CARDINALITY,
     "data.experimental.UNKNOWN_CARDINALITY": UNKNOWN_CARDINALITY,
     "data.INFINITE_CARDINALITY": INFINITE_CARDINALITY,

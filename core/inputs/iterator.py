@@ -7,18 +7,27 @@ the ``dataset`` attr, a token :func:`flowrt.inputs.dataset.register_dataset` giv
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..base import dtypes as _dt
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
-from ..framework.graph import Tensor, apply_op, get_default_graph, name_scope
+from ..framework.graph import (Tensor, add_to_collection, apply_op, get_default_graph,
+                               name_scope)
 from ..framework.sparse_tensor import SparseTensor
 from .dataset import (SPARSE, Dataset, ElementStructure, _collapse, _same_structure,
                       _sparse_flags, flatten, op_types_shapes, pack_as, register_dataset)
 
 __all__ = ["Iterator", "make_one_shot_iterator", "make_initializable_iterator", "pack_outputs",
-           "get_output_types", "get_output_shapes", "get_output_classes"]
+           "get_output_types", "get_output_shapes", "get_output_classes",
+           "ITERATORS_COLLECTION"]
 
+#: the collection every iterator's resource tensor is added to (TF's GLOBAL_ITERATORS)
+ITERATORS_COLLECTION = "iterators"
+
+#: per iterator resource tensor: its Iterator and the tokens of the datasets it can be
+#: started on (what a saved position names: tf.data.experimental.make_saveable_...)
+_ITERATORS: "weakref.WeakKeyDictionary[Tensor, Iterator]" = weakref.WeakKeyDictionary()
 
 
 def _shapes_list(shapes: list[TensorShape]) -> list[Any]:
@@ -73,6 +82,19 @@ class Iterator(ElementStructure):
         if len(self._shapes) != len(self._types):
             raise ValueError("output_types and output_shapes must have the same structure")
         self._get_next_calls = 0
+        self._dataset_tokens: list[str] = []
+        if isinstance(iterator_resource, Tensor):
+            _ITERATORS.setdefault(iterator_resource, self)
+
+    @staticmethod
+    def of_resource(resource: Tensor) -> "Iterator":
+        """The Iterator whose state ``resource`` (an iterator op's output) holds.
+
+        :raises ValueError: for a tensor no Iterator was made with"""
+        it = _ITERATORS.get(resource)
+        if it is None:
+            raise ValueError(f"{resource} is not the resource of a tf.data Iterator")
+        return it
 
     @staticmethod
     def from_structure(output_types: Any, output_shapes: Any = None,
@@ -124,6 +146,10 @@ class Iterator(ElementStructure):
                                 f"{self.output_shapes} but got dataset with output shapes "
                                 f"{dataset.output_shapes}.")
         token = register_dataset(dataset, get_default_graph())
+        owner = _ITERATORS.get(self._resource, self)
+        owner._dataset_tokens.append(token)
+        if owner is not self:
+            self._dataset_tokens.append(token)
         with name_scope(name, "make_initializer"):
             return apply_op("MakeIterator", name=name, iterator=self._resource,
                             arguments=dataset._inputs(), dataset=token)
@@ -161,8 +187,10 @@ def _iterator_handle(structure: Any, types: list[_dt.DType], shapes: list[Tensor
     types, shapes = op_types_shapes(structure, types, shapes)
     g = get_default_graph()
     with g.control_dependencies(None):
-        return apply_op("IteratorV2", name=name, shared_name=shared_name, container="",
-                        output_types=types, output_shapes=_shapes_list(shapes))
+        handle = apply_op("IteratorV2", name=name, shared_name=shared_name, container="",
+                          output_types=types, output_shapes=_shapes_list(shapes))
+    add_to_collection(ITERATORS_COLLECTION, handle)
+    return handle
 
 
 def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:
@@ -193,8 +221,11 @@ def make_one_shot_iterator(dataset: Dataset) -> Iterator:
     types, shapes = op_types_shapes(dataset._structure, dataset._types, dataset._shapes)
     handle = apply_op("OneShotIterator", name="OneShotIterator", arguments=inputs,
                       dataset=token, output_types=types, output_shapes=_shapes_list(shapes))
-    return Iterator(handle, None, dataset.output_types, dataset.output_shapes,
-                    dataset.output_classes)
+    add_to_collection(ITERATORS_COLLECTION, handle)
+    it = Iterator(handle, None, dataset.output_types, dataset.output_shapes,
+                  dataset.output_classes)
+    it._dataset_tokens.append(token)
+    return it
 
 
 def get_output_types(dataset_or_iterator: Any) -> Any:

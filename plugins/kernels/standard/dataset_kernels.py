@@ -23,13 +23,14 @@ import numpy as np
 from flowrt import dtypes as _dt
 from flowrt import errors
 from flowrt.framework.tf_record import TFRecordWriter as _RecordWriter
-from flowrt.inputs import dataset_more
+from flowrt.inputs import dataset_extra, dataset_more
 from flowrt.inputs.dataset import Env, dense_components, lookup_dataset
+from flowrt.inputs.dataset_extra import Optional, OptionalValue
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import ks, publish
-from .top_level_specs import SparseTensorSpec, TensorSpec
+from .top_level_specs import SparseTensorSpec, TensorArraySpec, TensorSpec, TypeSpec
 
 __all__: list[str] = []
 
@@ -51,6 +52,10 @@ class _IteratorResource:
         self._env: Env | None = None
         self._gen: Iterator[tuple] | None = None
         self._initialized = False
+        # the position a saved state records: dataset, captured values, elements read
+        self._token = ""
+        self._args: tuple = ()
+        self._count = 0
 
     def reset(self, token: str, args: tuple) -> None:
         """Start (again) on the dataset named ``token`` with its captured values."""
@@ -61,6 +66,49 @@ class _IteratorResource:
             self._env = env
             self._gen = ds._elements(env)
             self._initialized = True
+            self._token, self._args, self._count = token, tuple(args), 0
+
+    def save_state(self, tokens: list[str]) -> np.ndarray:
+        """The iterator's position as a string vector (dataset_extra.iterator_state).
+
+        :raises errors.FailedPreconditionError: when it has not been initialized"""
+        with self._lock:
+            if not self._initialized:
+                raise errors.FailedPreconditionError(
+                    None, None, "Save() failed because the iterator has not been "
+                    "initialized. Ensure that you have run the initializer operation for "
+                    "this iterator before saving it.")
+            if self._token not in tokens:
+                raise errors.FailedPreconditionError(
+                    None, None, "The iterator runs a dataset its saveable does not know "
+                    "(make the saveable after every make_initializer)")
+            return dataset_extra.iterator_state(
+                lookup_dataset(self._token), tokens.index(self._token), self._args,
+                self._count, self._gen is None, self._env)
+
+    def restore_state(self, tokens: list[str], state: Any) -> None:
+        """Start again at a saved position (its dataset, values, seeds; the elements
+        read are read again)."""
+        index, count, ended, seeds, args = dataset_extra.parse_state(state)
+        if not 0 <= index < len(tokens):
+            raise errors.InvalidArgumentError(None, None, f"The saved iterator state names "
+                                              f"dataset {index} of {len(tokens)}")
+        ds = lookup_dataset(tokens[index])
+        if len(args) != len(ds._inputs()):
+            raise errors.InvalidArgumentError(
+                None, None, f"The saved iterator state has {len(args)} captured values; "
+                f"the dataset captures {len(ds._inputs())}")
+        with self._lock:
+            self._close_locked()
+            try:
+                env, gen, done = dataset_extra.start_from_state(ds, args, count, ended,
+                                                                seeds)
+            except errors.OpError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a Python error in a dataset's code
+                raise _op_error(e) from e
+            self._env, self._gen, self._initialized = env, gen, True
+            self._token, self._args, self._count = tokens[index], tuple(args), done
 
     def get_next(self) -> tuple:
         """The next element, checked against the iterator's types and shapes.
@@ -73,6 +121,7 @@ class _IteratorResource:
                 raise errors.OutOfRangeError(None, None, "End of sequence")
             try:
                 el = next(self._gen)
+                self._count += 1
             except StopIteration:
                 self._gen = None
                 raise errors.OutOfRangeError(None, None, "End of sequence") from None
@@ -259,6 +308,36 @@ ks.op(
           shape_fn=_no_outputs,
           doc="Writes the dataset's string elements as the records of a TFRecord file."),
 )
+_OPT_ATTRS = ["output_types: list(type) >= 0", "output_shapes: list(shape) >= 0"]
+ks.op(
+    OpDef("OptionalFromValue", inputs=["components: Toutput_types"],
+          outputs=["optional: variant"], attrs=["Toutput_types: list(type) >= 0"],
+          shape_fn=_scalar, doc="An optional holding the components."),
+    OpDef("OptionalNone", outputs=["optional: variant"], shape_fn=_scalar,
+          doc="An optional holding nothing."),
+    OpDef("OptionalHasValue", inputs=["optional: variant"], outputs=["has_value: bool"],
+          shape_fn=_scalar, doc="Whether the optional holds a value."),
+    OpDef("OptionalGetValue", inputs=["optional: variant"],
+          outputs=["components: output_types"], attrs=_OPT_ATTRS,
+          shape_fn=_get_next_shapes,
+          doc="The components of the optional's value (InvalidArgumentError if none)."),
+    OpDef("IteratorGetNextAsOptional", inputs=["iterator: resource"],
+          outputs=["optional: variant"], attrs=_OPT_ATTRS, is_stateful=True,
+          shape_fn=_scalar,
+          doc="The next element as an optional; an empty one at the end of the dataset."),
+    OpDef("SerializeIteratorState", inputs=["resource_handle: resource"],
+          outputs=["serialized: string"], attrs=["datasets: list(string)"],
+          is_stateful=True, shape_fn=lambda op: [TensorShape([None])],
+          doc="An iterator's position (its dataset among ``datasets``, the captured "
+              "values, the elements read, the seeds drawn) as a string vector."),
+    OpDef("DeserializeIteratorState", inputs=["resource_handle: resource",
+                                              "serialized: string"],
+          attrs=["datasets: list(string)"], is_stateful=True, shape_fn=_no_outputs,
+          doc="Puts an iterator back at a position SerializeIteratorState saved."),
+)
+ks.not_differentiable("OptionalFromValue", "OptionalNone", "OptionalHasValue",
+                      "OptionalGetValue", "IteratorGetNextAsOptional",
+                      "SerializeIteratorState", "DeserializeIteratorState")
 ks.not_differentiable("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGetNext",
                       "IteratorToStringHandle", "IteratorFromStringHandleV2",
                       "DatasetToSingleElement", "DatasetCardinality", "DatasetToTFRecord")
@@ -410,6 +489,120 @@ def _to_tfrecord_kernel(ctx: Any) -> Any:
     return compute
 
 
-publish(dataset_more)
+# -- Optional ----------------------------------------------------------------------------
+@ks.kernel("OptionalFromValue", device_type="CPU")
+def _optional_from_value_kernel(ctx: Any) -> Any:
+    def compute(*components: Any) -> OptionalValue:
+        return OptionalValue(tuple(np.asarray(c) if not isinstance(c, np.ndarray) else c
+                                   for c in components))
+    return compute
+
+
+@ks.kernel("OptionalNone", device_type="CPU")
+def _optional_none_kernel(ctx: Any) -> Any:
+    return lambda: OptionalValue(None)
+
+
+def _optional(v: Any) -> OptionalValue:
+    if isinstance(v, np.ndarray) and v.size == 1 and v.dtype == object:
+        v = v.reshape(()).item()
+    if not isinstance(v, OptionalValue):
+        raise errors.InvalidArgumentError(None, None, f"expected an optional, got "
+                                          f"{type(v).__name__}")
+    return v
+
+
+@ks.kernel("OptionalHasValue", device_type="CPU")
+def _optional_has_value_kernel(ctx: Any) -> Any:
+    return lambda v: np.asarray(_optional(v).components is not None)
+
+
+@ks.kernel("OptionalGetValue", device_type="CPU")
+def _optional_get_value_kernel(ctx: Any) -> Any:
+    types, shapes = _types_shapes(ctx.attrs)
+    n = len(types)
+
+    def compute(v: Any) -> Any:
+        comps = _optional(v).components
+        if comps is None:
+            raise errors.InvalidArgumentError(None, None,
+                                              "The optional does not have a value.")
+        el = _IteratorResource("optional", types, shapes)._check(comps)
+        return el[0] if n == 1 else el
+
+    return compute
+
+
+@ks.kernel("IteratorGetNextAsOptional", device_type="CPU")
+def _get_next_as_optional_kernel(ctx: Any) -> Any:
+    def compute(handle: Any) -> OptionalValue:
+        try:
+            return OptionalValue(_resource(handle).get_next())
+        except errors.OutOfRangeError:
+            return OptionalValue(None)
+
+    return compute
+
+
+# -- saving an iterator's position -------------------------------------------------------
+def _tokens(ctx: Any) -> list[str]:
+    return [_text(t) for t in ctx.attrs.get("datasets") or []]
+
+
+@ks.kernel("SerializeIteratorState", device_type="CPU")
+def _serialize_state_kernel(ctx: Any) -> Any:
+    tokens = _tokens(ctx)
+    return lambda handle: _resource(handle).save_state(tokens)
+
+
+@ks.kernel("DeserializeIteratorState", device_type="CPU")
+def _deserialize_state_kernel(ctx: Any) -> Any:
+    tokens = _tokens(ctx)
+
+    def compute(handle: Any, state: Any) -> None:
+        _resource(handle).restore_state(tokens, state)
+
+    return compute
+
+
+class OptionalSpec(TypeSpec):
+    """``tf.data.experimental.OptionalStructure``: the spec of an Optional, from the
+    spec of its value (a nest of TensorSpec / SparseTensorSpec)."""
+
+    __slots__ = ("_value_structure",)
+
+    def __init__(self, value_structure: Any):
+        self._value_structure = value_structure
+
+    @property
+    def value_type(self) -> type:
+        return Optional
+
+    @property
+    def value_structure(self) -> Any:
+        return self._value_structure
+
+    @staticmethod
+    def from_value(value: Any) -> "OptionalSpec":
+        """The spec of an Optional."""
+        return OptionalSpec(value.value_structure)
+
+    def _serialize(self) -> tuple[Any, ...]:
+        return (self._value_structure,)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (repr(self._value_structure),)
+
+
+def _tensor_array_structure(dtype: Any, element_shape: Any, dynamic_size: bool,
+                            infer_shape: bool) -> TensorArraySpec:
+    """``tf.data.experimental.TensorArrayStructure``: a TensorArraySpec."""
+    return TensorArraySpec(element_shape, dtype, dynamic_size, infer_shape)
+
+
+publish(dataset_more, dataset_extra)
 ks.export("data.experimental.TensorStructure", TensorSpec)
 ks.export("data.experimental.SparseTensorStructure", SparseTensorSpec)
+ks.export("data.experimental.Structure", TypeSpec)
+ks.export("data.experimental.OptionalStructure", OptionalSpec)
+ks.export("data.experimental.TensorArrayStructure", _tensor_array_structure)
