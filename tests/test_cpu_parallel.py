@@ -136,7 +136,7 @@ def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, monk
     from flowrt.plugins.kernels.standard.math_ops import SMALL_GEMM_FLOPS
     monkeypatch.setattr(math_ops, "SPLIT_LARGE_GEMMS", True)
     rng = np.random.default_rng(7)
-    m, k, n = 301, 200, 150
+    m, k, n = 1201, 200, 150
     assert m * k * n >= SMALL_GEMM_FLOPS
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)

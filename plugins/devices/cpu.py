@@ -40,7 +40,7 @@ __all__ = ["CPUDevice", "flowrt_device_types", "set_blas_threads", "SMALL_GEMM_F
            "blas_single_threaded", "parallel_map", "intra_op_threads", "set_intra_op_threads"]
 
 #: GEMMs with fewer multiply-adds (m * k * n) than this run with BLAS on one thread
-SMALL_GEMM_FLOPS = 1 << 23
+SMALL_GEMM_FLOPS = 1 << 25  # the bound math_ops uses (see there)
 
 
 class CPUDevice(Device):

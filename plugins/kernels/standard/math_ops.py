@@ -1678,10 +1678,12 @@ def _matmul_kernel(ctx: Any) -> Any:
 
 #: GEMMs with fewer multiply-adds than this run with BLAS on one thread (on devices
 #: that offer it: ``Device.single_threaded_blas``); see plugins/devices/cpu.py, which
-#: names the same bound. 2^23: an LSTM cell's product at batch 32 and 128 units (4.2M)
-#: stays on one thread, mlp_train's 64x784x256 (12.8M) gets BLAS's threads, measured
-#: 15 % faster there on an idle 2-core machine
-SMALL_GEMM_FLOPS = 1 << 23
+#: names the same bound. 2^25 (33.5M): an MLP's 64x784x256 product (12.8M) stays on one
+#: thread. On an idle 2-core machine BLAS's two threads made that step no faster (2.38
+#: against 2.38 ms), but with one core busy in another process they made it 10x slower
+#: (30 against 3.3 ms): BLAS's threads wait for each other at every product, and one
+#: the OS holds back stalls them all. Products this small are not worth that risk.
+SMALL_GEMM_FLOPS = 1 << 25
 #: whether a large product on a device with ``parallel_map`` is split by rows over the
 #: intra-op threads (BLAS on one thread in each) instead of using BLAS's own threads.
 #: Off by default: the MNIST CNN step ran 5 % faster with it, but the step benchmark's
