@@ -398,3 +398,13 @@ def test_constants_and_namespaces():
                  "regression_signature_def", "signature_constants", "signature_def_utils",
                  "simple_save", "tag_constants", "utils"}
     assert tf1_names <= set(dir(s))
+
+
+def test_tensor_info_is_the_top_level_proto():
+    """``tf.TensorInfo`` is the message ``build_tensor_info`` returns, as in TF 1.15."""
+    with tf.Graph().as_default():
+        info = tf.saved_model.utils.build_tensor_info(
+            tf.placeholder(tf.float32, [None, 3], name="x"))
+    assert isinstance(info, tf.TensorInfo)
+    assert info.name == "x:0" and info.dtype == tf.float32.as_datatype_enum
+    assert [d.size for d in info.tensor_shape.dim] == [-1, 3]

@@ -915,3 +915,5 @@ for _sub, _members in (("builder", _BUILDER), ("loader", _LOADER),
                        ("signature_def_utils", _SIGNATURE_UTILS), ("utils", _UTILS),
                        ("main_op", _MAIN_OP)):
     API[f"saved_model.{_sub}"] = _module(_sub, _members)
+#: the proto messages TF 1.15 exports at the top level too
+API["TensorInfo"] = meta_graph_pb2.TensorInfo
