@@ -421,34 +421,9 @@ def parse_shape_and_slice(spec: str, name: str = "") -> tuple[list[int], Extents
 
     :raises InvalidArgumentError: for a malformed spec or a slice outside the shape
     """
-    def bad(why: str) -> errors.InvalidArgumentError:
-        return errors.InvalidArgumentError(None, None, f"{why} in shape_and_slice "
-                                           f"specification '{spec}'"
-                                           + (f" of tensor '{name}'" if name else ""))
-
-    parts = spec.split(" ")
-    if len(parts) < 2:
-        raise bad("Need least two elements")
-    try:
-        full = [int(d) for d in parts[:-1]]
-    except ValueError:
-        raise bad("Non numerical dimension") from None
-    dims = parts[-1].split(":")
-    if len(dims) != len(full):
-        raise bad(f"Slice of rank {len(dims)} for a shape of rank {len(full)}")
-    extents: Extents = []
-    for d, (size, ext) in enumerate(zip(full, dims)):
-        if ext == "-":
-            extents.append((0, size))
-            continue
-        try:
-            start, length = (int(x) for x in ext.split(","))
-        except ValueError:
-            raise bad(f"Malformed extent '{ext}'") from None
-        if size < 0 or start < 0 or length < 0 or start + length > size:
-            raise bad(f"Extent {start},{length} of dimension {d} outside size {size}")
-        extents.append((start, length))
-    return full, extents
+    full, extents = _tb.parse_slice_spec(spec, name)
+    return full, [(start, size if length is None else length)
+                  for size, (start, length) in zip(full, extents)]
 
 
 def slice_spec(full: Sequence[int], extents: Extents) -> str:
