@@ -870,15 +870,9 @@ def _make_sparse_apply(ctx: Any, update: Any) -> Any:
 
     def compute(*inputs: Any) -> Any:
         refs = inputs[:n_refs]
-        locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
-        for lk in locks:
-            lk.acquire()
-        try:
+        with training_ops.locked(refs):
             return run(refs, [inputs[i] for i in scalar_pos], inputs[grad_pos],
                        inputs[ind_pos])
-        finally:
-            for lk in reversed(locks):
-                lk.release()
 
     return compute
 

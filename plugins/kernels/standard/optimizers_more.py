@@ -40,7 +40,7 @@ from flowrt.op_registry import OpDef
 from ._common import ks
 from .optimizers import Optimizer, _cast, _sparse_shape_fn, piecewise_constant
 from .state_ops import _frozen
-from .training_ops import _KERNEL_TYPES, _apply_shape_fn, _make_apply, _ref
+from .training_ops import _KERNEL_TYPES, _apply_shape_fn, _make_apply, _ref, locked
 
 __all__ = ["FtrlOptimizer", "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer",
            "AdagradDAOptimizer", "cosine_decay", "cosine_decay_restarts",
@@ -291,14 +291,8 @@ def _make_sparse(ctx: Any, rows: Callable[..., tuple]) -> Callable[..., Any]:
 
     def compute(*inputs: Any) -> Any:
         refs = inputs[:n_refs]
-        locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
-        for lk in locks:
-            lk.acquire()
-        try:
+        with locked(refs):
             return run(refs, inputs)
-        finally:
-            for lk in reversed(locks):
-                lk.release()
 
     return compute
 

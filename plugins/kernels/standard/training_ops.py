@@ -29,7 +29,8 @@ ApplyAdadelta           accum = rho * accum + (1 - rho) * grad^2
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -183,15 +184,23 @@ def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[i
         # locked whatever use_locking says (see state_ops): a whole-array replacement
         # racing another would drop that other update entirely
         refs = inputs[:n_refs]
-        locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
-        for lk in locks:
-            lk.acquire()
-        try:
+        with locked(refs):
             return run(refs, inputs[n_refs:])
-        finally:
-            for lk in reversed(locks):
-                lk.release()
     return compute
+
+
+@contextlib.contextmanager
+def locked(refs: Sequence[Any]) -> Iterator[None]:
+    """Hold the locks of the variables ``refs`` (each once, in one global order, so
+    two updates of overlapping variables never deadlock)."""
+    locks = [r.lock for r in sorted({id(r): r for r in refs}.values(), key=id)]
+    for lk in locks:
+        lk.acquire()
+    try:
+        yield
+    finally:
+        for lk in reversed(locks):
+            lk.release()
 
 
 def _one(ctx: Any) -> Any:
