@@ -523,16 +523,3 @@ def test_sparse_matmul():
             x, [2, 3], tf.sparse_matmul(x, tf.constant(b), transpose_b=True), [2, 4],
             x_init_value=a)
     assert err < 1e-2
-
-
-def test_to_dense_keeps_the_sparse_tensors_static_shape():
-    """A SparseTensor whose dense_shape is computed still gives its static shape to
-    to_dense (a dataset's sparse components are built that way)."""
-    shape = tf.placeholder(tf.int64, [2])
-    sp = tf.SparseTensor([[0, 1]], [5.0], shape)
-    sp.set_shape([3, 4])
-    dense = tf.sparse.to_dense(sp)
-    assert dense.shape.as_list() == [3, 4]
-    with tf.Session() as sess:
-        out = sess.run(dense, {shape: [3, 4]})
-    np.testing.assert_array_equal(out, [[0, 5, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])

@@ -277,15 +277,9 @@ def sparse_tensor_to_dense(sp_input: Any, default_value: Any = None,
     sp = _convert_sparse(sp_input)
     if default_value is None:
         default_value = _tf().zeros([], dtype=sp.dtype)
-    out = apply_op("SparseToDense", name=name, sparse_indices=sp.indices,
-                   output_shape=sp.dense_shape, sparse_values=sp.values,
-                   default_value=default_value, validate_indices=validate_indices)
-    # the SparseTensor's static shape (set on it, or known from a dataset's structure)
-    # holds even when dense_shape is computed
-    static = sp.get_shape() if hasattr(sp, "get_shape") else None
-    if static is not None and static.ndims is not None:
-        out.set_shape(out.shape.merge_with(static))
-    return out
+    return apply_op("SparseToDense", name=name, sparse_indices=sp.indices,
+                    output_shape=sp.dense_shape, sparse_values=sp.values,
+                    default_value=default_value, validate_indices=validate_indices)
 
 
 @ks.api("sparse.from_dense")
