@@ -220,3 +220,30 @@ def test_concat_offset_and_control_trigger() -> None:
             with pytest.raises(errors.InvalidArgumentError,
                                match="All dimensions except 1 must match. Input 1"):
                 s.run(bad)
+
+
+def test_control_trigger_is_never_dead():
+    """As TF's executor: a ControlTrigger runs (and is live) even when its control inputs
+    are on the untaken side of a conditional, so what waits on it still runs."""
+    from google.protobuf import text_format
+
+    from flowrt.proto import graph_def_pb2
+
+    gd = text_format.Parse("""
+      node { name: "p" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+      node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+             attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {}
+                                                  float_val: 1.0 } } } }
+      node { name: "sw" op: "Switch" input: "v" input: "p"
+             attr { key: "T" value { type: DT_FLOAT } } }
+      node { name: "a" op: "Identity" input: "sw:1" attr { key: "T" value { type: DT_FLOAT } } }
+      node { name: "t" op: "ControlTrigger" input: "^a" }
+      node { name: "out" op: "Const" input: "^t" attr { key: "dtype" value { type: DT_FLOAT } }
+             attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {}
+                                                  float_val: 5.0 } } } }
+    """, graph_def_pb2.GraphDef())
+    with tf.Graph().as_default():
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as s:
+            assert s.run("out:0", {"p:0": True}) == 5.0
+            assert s.run("out:0", {"p:0": False}) == 5.0  # TF gives 5.0 too

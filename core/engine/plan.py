@@ -127,9 +127,10 @@ class _Dead:
 #: the sentinel a ``kind="switch"`` kernel returns for the output it does not take
 DEAD = _Dead()
 
-#: ops that pass a dead input on instead of dying with it (a send must still tell the
-#: receiving partition that the tensor is dead)
-_DEAD_TRANSPARENT = frozenset({"_Send"})
+#: ops that run whatever the deadness of their inputs: a _Send passes a dead input on
+#: (it must still tell the receiving partition that the tensor is dead); a
+#: ControlTrigger (an anchor of TF's loop gradients) runs and is live, as in TF's executor
+_DEAD_TRANSPARENT = frozenset({"_Send", "ControlTrigger"})
 
 _REF_FORWARDING = frozenset({"Identity"})
 
