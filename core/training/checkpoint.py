@@ -26,6 +26,7 @@ import re
 import shutil
 import struct
 import sys
+import time
 import uuid
 import zlib
 from typing import Any, BinaryIO, Callable, Iterable, Sequence
@@ -1156,7 +1157,7 @@ def _open_bundle(prefix: str) -> _Bundle:
     checkpoint, whatever temporaries it has.
     """
     err: errors.OpError | None = None
-    for _ in range(3):  # a save may move on while we look: look again, a few times
+    for attempt in range(_READ_ATTEMPTS):  # a save may move on while we look: look again
         pending = _pending_indexes(prefix)
         if not pending:
             return _plain_bundle(prefix)
@@ -1178,6 +1179,7 @@ def _open_bundle(prefix: str) -> _Bundle:
         after_pending = _pending_indexes(prefix)
         if (_index_state(prefix), after_pending) == before:
             break
+        time.sleep(min(0.05, _RETRY_PAUSE_S * 2 ** attempt))  # let that save finish
     assert err is not None
     raise err
 
@@ -1267,7 +1269,10 @@ def _variables_of(entries: dict[str, Any], index_path: str) -> dict[str, _SavedV
 
 
 #: How often CheckpointReader.read re-opens a prefix that saves keep replacing.
-_READ_ATTEMPTS = 4
+_READ_ATTEMPTS = 12
+#: first pause (seconds) before re-reading after the files changed under a read; it
+#: doubles each time (up to 50 ms), so a save in flight can finish its renames
+_RETRY_PAUSE_S = 0.001
 
 
 class CheckpointReader:
@@ -1278,8 +1283,9 @@ class CheckpointReader:
     checked against its CRC-32. While a save to the same prefix is in flight or was
     interrupted, the reader picks whichever complete index describes the data on disk
     (see :func:`_open_bundle`), and a read that fails because the files changed under
-    it (an overwrite completed meanwhile) re-opens the checkpoint and retries (a few
-    times at most: saves replacing the prefix back to back can still win).
+    it (an overwrite completed meanwhile) re-opens the checkpoint and retries, pausing
+    briefly while a save is between its renames (a dozen times at most: saves replacing
+    the prefix back to back without pause can still win).
 
     :raises NotFoundError: no index at ``prefix``, or a data file is missing
     :raises DataLossError: the index or a data file is truncated or corrupted
@@ -1388,6 +1394,8 @@ class CheckpointReader:
                 pending = _pending_indexes(self._prefix)
                 if not pending and _index_state(self._prefix) == self._opened_state:
                     raise
+                if pending:  # a save is between renames: let it finish them
+                    time.sleep(min(0.05, _RETRY_PAUSE_S * 2 ** attempt))
                 self._load()
                 continue
             out, k = [], 0
