@@ -282,9 +282,18 @@ def test_flipped_data_bytes_fail_their_checksum(saved):
             Path(path).write_bytes(orig)
 
 
-def test_flipped_data_header_is_detected(saved):
-    if Path(saved + ".index").read_bytes()[:8] != b"FRTCKIDX":
-        pytest.skip("TF's data files have no header")
+def _legacy_saved(tmp_path) -> str:
+    """A checkpoint in flowrt's legacy layout: the only one with file headers (TF's data
+    files have none, its index's footer is checked by tests/test_tensor_bundle.py)."""
+    prefix = str(tmp_path / "legacy")
+    legacy_write(prefix, ["a", "b"], [np.arange(100, dtype=np.int64),
+                                      np.array([b"hello", b"world"], dtype=object)],
+                 [tf.int64, tf.string])
+    return prefix
+
+
+def test_flipped_data_header_is_detected(tmp_path):
+    saved = _legacy_saved(tmp_path)
     flip(_data(saved), 3)
     r = ck.CheckpointReader(saved)
     with pytest.raises(errors.DataLossError, match="bad header"):
@@ -305,10 +314,9 @@ def test_deleted_data_file_is_not_found(saved):
         ck.CheckpointReader(saved)
 
 
-def test_newer_format_version_is_refused(saved):
+def test_newer_format_version_is_refused(tmp_path):
+    saved = _legacy_saved(tmp_path)
     path = saved + ".index"
-    if Path(path).read_bytes()[:8] != b"FRTCKIDX":
-        pytest.skip("the legacy header's version")
     blob = bytearray(Path(path).read_bytes())
     struct.pack_into("<I", blob, 8, ck.FORMAT_VERSION + 1)
     struct.pack_into("<I", blob, 20, zlib.crc32(bytes(blob[24:]), zlib.crc32(bytes(blob[:20]))))

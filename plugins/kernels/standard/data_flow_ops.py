@@ -243,6 +243,10 @@ class _Queue(_Blocking):
         """How many elements a dequeue may take now."""
         return len(self._items)
 
+    def _push(self, elem: tuple[Any, ...]) -> None:
+        """Add one element (the order it leaves in is the subclass's: FIFO here)."""
+        self._items.append(elem)
+
     def _pop(self) -> tuple[Any, ...]:
         return self._items.popleft()
 
@@ -335,7 +339,7 @@ class _Queue(_Blocking):
                     None, None, f"{self.type_name} '{self.name}' is closed.")
                 return _COMPLETE
             if len(self._items) < self.capacity:
-                self._items.append(elem)
+                self._push(elem)
                 return _COMPLETE
             return _NO_PROGRESS
 
@@ -355,10 +359,10 @@ class _Queue(_Blocking):
                     None, None, f"{self.type_name} '{self.name}' is closed.")
                 return _COMPLETE
             moved = False
-            items, cap = self._items, self.capacity
+            items, cap, push = self._items, self.capacity, self._push
             while a.index < n and len(items) < cap:
                 j = a.index
-                items.append(tuple(c[j, ...] for c in arrays))  # views of frozen arrays
+                push(tuple(c[j, ...] for c in arrays))  # views of frozen arrays
                 a.index += 1
                 moved = True
             if a.index == n:
@@ -589,46 +593,6 @@ class _PriorityQueue(_Queue):
         leave out the priority."""
         super().matches(op_type, [_dt.int64, *dtypes],
                         [TensorShape([]), *shapes] if shapes else [], capacity)
-
-    def enqueue(self, comps: Sequence[Any], step: Any, done: Callable[..., None]) -> None:
-        elem = tuple(self.validate(comps))
-
-        def run(a: _Attempt) -> int:
-            if self.closed:
-                a.error = errors.CancelledError(None, None,
-                                                f"PriorityQueue '{self.name}' is closed.")
-                return _COMPLETE
-            if len(self._items) < self.capacity:
-                self._push(elem)
-                return _COMPLETE
-            return _NO_PROGRESS
-
-        self._submit(self._enq, _Attempt(run), step, done, "Enqueue operation was cancelled")
-
-    def enqueue_many(self, comps: Sequence[Any], step: Any, done: Callable[..., None]
-                     ) -> None:
-        n = self.validate_many(comps)
-        if n == 0:
-            done(None)
-            return
-        arrays = [_immutable(c, d) for c, d in zip(comps, self._np)]
-
-        def run(a: _Attempt) -> int:
-            if self.closed:
-                a.error = errors.CancelledError(None, None,
-                                                f"PriorityQueue '{self.name}' is closed.")
-                return _COMPLETE
-            moved = False
-            while a.index < n and len(self._items) < self.capacity:
-                self._push(tuple(c[a.index, ...] for c in arrays))
-                a.index += 1
-                moved = True
-            if a.index == n:
-                return _COMPLETE
-            return _PROGRESS if moved else _NO_PROGRESS
-
-        self._submit(self._enq, _Attempt(run, n), step, done,
-                     "Enqueue operation was cancelled")
 
     def dequeue_many(self, n: int, allow_small: bool, step: Any, done: Callable[..., None],
                      post: Callable[[tuple[Any, ...]], Any]) -> None:

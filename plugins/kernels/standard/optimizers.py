@@ -855,15 +855,8 @@ def _make_sparse_apply(ctx: Any, update: Any) -> Any:
                 None, None, f"Index {int(indices[bad[0]])} at offset {int(bad[0])} in "
                 "indices is out of range")
         scalars = [npdt.type(sc) for sc in scalars]
-        if np.unique(indices).size == indices.size:
-            new = update(*[v[indices] for v in vals], *scalars, grad.astype(npdt))
-            for v, n in zip(vals, new):
-                v[indices] = n
-        else:
-            for k, idx in enumerate(indices):
-                new = update(*[v[idx] for v in vals], *scalars, grad[k].astype(npdt))
-                for v, n in zip(vals, new):
-                    v[idx] = n
+        training_ops.update_rows(vals, indices, grad.astype(npdt),
+                                 lambda rows, g: update(*rows, *scalars, g))
         for r, v in zip(refs, vals):
             r.value = _frozen(v)
         return refs[0]

@@ -40,7 +40,8 @@ from flowrt.op_registry import OpDef
 from ._common import ks
 from .optimizers import Optimizer, _cast, _sparse_shape_fn, piecewise_constant
 from .state_ops import _frozen
-from .training_ops import _KERNEL_TYPES, _apply_shape_fn, _make_apply, _ref, locked
+from .training_ops import (_KERNEL_TYPES, _apply_shape_fn, _make_apply, _ref, locked,
+                           update_rows)
 
 __all__ = ["FtrlOptimizer", "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer",
            "AdagradDAOptimizer", "cosine_decay", "cosine_decay_restarts",
@@ -276,15 +277,7 @@ def _make_sparse(ctx: Any, rows: Callable[..., tuple]) -> Callable[..., Any]:
                    for i in scalar_pos]
         scalar_path = int(np.prod(shape[1:], dtype=np.int64)) == 1
         grad = grad.astype(npdt, copy=False)
-        if np.unique(indices).size == indices.size:
-            new = rows([v[indices] for v in vals], scalars, grad, scalar_path)
-            for v, n in zip(vals, new):
-                v[indices] = n
-        else:
-            for k, idx in enumerate(indices):
-                new = rows([v[idx] for v in vals], scalars, grad[k], scalar_path)
-                for v, n in zip(vals, new):
-                    v[idx] = n
+        update_rows(vals, indices, grad, lambda r, g: rows(r, scalars, g, scalar_path))
         for r, v in zip(refs, vals):
             r.value = _frozen(v)
         return refs[0]

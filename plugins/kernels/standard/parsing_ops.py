@@ -412,6 +412,19 @@ def _keys(arrays: Sequence[Any]) -> list[str]:
     return [_str(np.asarray(k).item()) for k in arrays]
 
 
+def _batch_inputs(serialized: Any, names: Any, what: str) -> tuple[np.ndarray, list[str]]:
+    """A batched parse's serialized vector and its example names (``what``: the input's
+    name in TF's messages), checked as TF's kernels check them."""
+    ser = np.asarray(serialized)
+    if ser.ndim != 1:
+        raise invalid(f"Expected serialized to be a vector, got shape: {list(ser.shape)}")
+    nm = [_str(v) for v in np.asarray(names).reshape(-1).tolist()]
+    if nm and len(nm) != ser.size:
+        raise invalid(f"Expected len({what}) == len(serialized), but got: {len(nm)} vs. "
+                      f"{ser.size}")
+    return ser, nm
+
+
 @ks.kernel("ParseExample", device_type="CPU")
 def _parse_example_kernel(ctx: Any) -> Any:
     ns, nd = ctx.attrs["Nsparse"], ctx.attrs["Ndense"]
@@ -420,14 +433,7 @@ def _parse_example_kernel(ctx: Any) -> Any:
     shapes = ctx.attrs["dense_shapes"]
 
     def compute(serialized: Any, names: Any, *rest: Any) -> Any:
-        ser = np.asarray(serialized)
-        if ser.ndim != 1:
-            raise invalid(f"Expected serialized to be a vector, got shape: "
-                          f"{list(ser.shape)}")
-        nm = [_str(v) for v in np.asarray(names).reshape(-1).tolist()]
-        if nm and len(nm) != ser.size:
-            raise invalid(f"Expected len(names) == len(serialized), but got: {len(nm)} vs. "
-                          f"{ser.size}")
+        ser, nm = _batch_inputs(serialized, names, "names")
         skeys, dkeys, defaults = _keys(rest[:ns]), _keys(rest[ns:ns + nd]), rest[ns + nd:]
         cols = _columns(ser, [(k, KIND_CODE[_KIND[t]]) for k, t in
                               chain(zip(skeys, stypes), zip(dkeys, dtypes))])
@@ -603,14 +609,7 @@ def _parse_sequence_batch_kernel(ctx: Any) -> Any:
     specs = [(k, KIND_CODE[_KIND[t]]) for k, t in chain(zip(cs_keys, cst), zip(cd_keys, cdt))]
 
     def compute(serialized: Any, debug_name: Any, *defaults: Any) -> Any:
-        ser = np.asarray(serialized)
-        if ser.ndim != 1:
-            raise invalid(f"Expected serialized to be a vector, got shape: "
-                          f"{list(ser.shape)}")
-        nm = [_str(v) for v in np.asarray(debug_name).reshape(-1).tolist()]
-        if nm and len(nm) != ser.size:
-            raise invalid(f"Expected len(debug_name) == len(serialized), but got: "
-                          f"{len(nm)} vs. {ser.size}")
+        ser, nm = _batch_inputs(serialized, debug_name, "debug_name")
         names = [_name(nm, i) for i in range(ser.size)]
         exs = _parse_protos(ser, example_pb2.SequenceExample)
         n = len(exs)

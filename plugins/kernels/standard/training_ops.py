@@ -189,6 +189,20 @@ def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[i
     return compute
 
 
+def update_rows(vals: Sequence[Any], indices: Any, grad: Any,
+                fn: Callable[[list[Any], Any], Sequence[Any]]) -> None:
+    """A sparse update in place: the rows ``indices`` of the arrays ``vals`` (a variable
+    and its slots) become ``fn(rows, grad_rows)``; distinct indices in one go, repeated
+    ones in order, each seeing the update before it (as TF's kernels loop)."""
+    if np.unique(indices).size == indices.size:
+        for v, n in zip(vals, fn([v[indices] for v in vals], grad)):
+            v[indices] = n
+        return
+    for k, idx in enumerate(indices):
+        for v, n in zip(vals, fn([v[idx] for v in vals], grad[k])):
+            v[idx] = n
+
+
 @contextlib.contextmanager
 def locked(refs: Sequence[Any]) -> Iterator[None]:
     """Hold the locks of the variables ``refs`` (each once, in one global order, so
