@@ -158,6 +158,36 @@ def test_vectorized_map_batch_matches_elementwise():
     np.testing.assert_allclose(got[0], x[:4] * y[:, None])
 
 
+def test_map_fused_into_batch_through_shuffle_repeat_take():
+    """An elementwise map under shuffle/repeat/take runs once per batch and gives the
+    same elements, in the same order, as one call per element."""
+    from flowrt.inputs import dataset as D
+    x = np.random.RandomState(1).rand(40, 3).astype(np.float32)
+    y = np.arange(40, dtype=np.int64)
+
+    def pipe(fn):
+        return (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(16, seed=5).map(fn)
+                .repeat(3).take(100).batch(8))
+
+    fused = pipe(lambda a, b: (a * 2.0 - 1.0, b + 1))
+    plain = pipe(lambda a, b: (a * 2.0 - 1.0 + tf.reduce_sum(a) * 0, b + 1))
+    assert D._without_map(fused._input_datasets[0])[1] is not None
+    assert D._without_map(plain._input_datasets[0])[1] is None
+    got, want = values(fused), values(plain)
+    assert len(got) == len(want) == 13 and got[-1][0].shape == (4, 3)
+    for (ga, gb), (wa, wb) in zip(got, want):
+        np.testing.assert_allclose(ga, wa, rtol=1e-6)
+        assert gb.tolist() == wb.tolist() and gb.dtype == np.int64
+    calls = []
+    real = D.Env.call
+    D.Env.call = lambda self, fn, flat: calls.append(fn) or real(self, fn, flat)
+    try:
+        values(fused)
+    finally:
+        D.Env.call = real
+    assert len(calls) == 13  # one call per batch, not per element
+
+
 def test_shuffle_is_a_permutation_and_seeded():
     a = values(tf.data.Dataset.range(50).shuffle(10, seed=3))
     b = values(tf.data.Dataset.range(50).shuffle(10, seed=3))

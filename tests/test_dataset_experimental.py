@@ -270,6 +270,40 @@ def test_saveable_iterator_restores_position(tmp_path):
     assert sorted(first + rest) == list(range(0, 60, 2))
 
 
+def test_saveable_iterator_of_a_fused_map_and_batch(tmp_path):
+    """elementwise map -> shuffle -> repeat -> batch runs the map once per batch (after
+    a working copy of the shuffle); a saved position, with the seed that shuffle drew,
+    still restores the same batches."""
+    path = str(tmp_path / "fused")
+    x = np.arange(24, dtype=np.float32)
+
+    def build():
+        ds = (tf.data.Dataset.from_tensor_slices(x).map(lambda v: v * 2.0).shuffle(24)
+              .repeat(2).batch(5))
+        it = tf.data.make_one_shot_iterator(ds)
+        return it, it.get_next()
+
+    with tf.Graph().as_default():
+        it, nx = build()
+        saver = tf.train.Saver([EXP.make_saveable_from_iterator(it)])
+        with tf.Session() as s:
+            first = [s.run(nx) for _ in range(3)]
+            saver.save(s, path)
+            rest = [s.run(nx) for _ in range(7)]
+    with tf.Graph().as_default():
+        it, nx = build()
+        saver = tf.train.Saver([EXP.make_saveable_from_iterator(it)])
+        with tf.Session() as s:
+            saver.restore(s, path)
+            again = [s.run(nx) for _ in range(7)]
+            with pytest.raises(tf.errors.OutOfRangeError):
+                s.run(nx)
+    for a, b in zip(again, rest):
+        assert a.tolist() == b.tolist()
+    flat = np.concatenate(first + rest)
+    assert sorted(flat.tolist()) == sorted((x * 2).tolist() * 2)
+
+
 def test_saveable_one_shot_and_corrupt_state(tmp_path):
     path = str(tmp_path / "one")
     with tf.Graph().as_default():

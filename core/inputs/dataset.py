@@ -683,6 +683,12 @@ class Dataset(ElementStructure):
         """The elements, as flat tuples of numpy arrays (subclasses implement)."""
         raise NotImplementedError("need _elements")
 
+    @property
+    def _state_key(self) -> int:
+        """The key of this dataset's per-iterator state in :attr:`Env.state` (its id; a
+        working copy made by a fusion keeps the original's)."""
+        return self.__dict__.get("_state_id") or id(self)
+
     def _inputs(self) -> list[Tensor]:
         """Every graph tensor this dataset and its inputs captured (no duplicates)."""
         seen: dict[Tensor, None] = {}
@@ -1280,6 +1286,8 @@ class _BatchDataset(Dataset):
                          [TensorShape([dim]).concatenate(s) for s in shapes], (src,))
         self._pad_shapes = shapes
         self._captured = [self._size]
+        #: (input with an elementwise map taken out, that map batched) once looked up
+        self._fused: tuple[Dataset, TracedFunction | None] | None = None
 
     def _capture_early(self, v: Any, name: str) -> Any:
         return v if isinstance(v, Tensor) else np.int64(v)
@@ -1289,30 +1297,36 @@ class _BatchDataset(Dataset):
         if n <= 0:
             raise errors.InvalidArgumentError(None, None,
                                               "Batch size must be greater than zero.")
-        src = self._input_datasets[0]
-        fn = src._fn.batched() if isinstance(src, _MapDataset) and not self._padded \
-            else None
-        if fn is not None:  # map then batch: the function runs once per batch
-            src = src._input_datasets[0]
+        src, fn = self._input_datasets[0], None
+        if not self._padded and not env.skip_errors:
+            # map then batch: the function runs once per batch
+            if self._fused is None:
+                self._fused = _without_map(src)
+            src, fn = self._fused
+        types = src._types
         buf: list[Flat] = []
         for el in src._elements(env):
             buf.append(el)
             if len(buf) == n:
-                yield self._stack(buf) if fn is None else tuple(env.call(fn, self._stack(buf)))
+                yield self._stack(buf, types) if fn is None else \
+                    tuple(env.call(fn, self._stack(buf, types)))
                 buf = []
         if buf and not self._drop:
-            yield self._stack(buf) if fn is None else tuple(env.call(fn, self._stack(buf)))
+            yield self._stack(buf, types) if fn is None else \
+                tuple(env.call(fn, self._stack(buf, types)))
 
-    def _stack(self, buf: list[Flat]) -> Flat:
-        """Elements stacked (or padded) per component; sparse ones batched as TF does.
+    def _stack(self, buf: list[Flat], types: list[_dt.DType] | None = None) -> Flat:
+        """Elements (of component dtypes ``types``, by default this dataset's) stacked (or padded) per component;
+        sparse ones batched as TF does.
 
         :raises errors.InvalidArgumentError: when dense components differ in shape"""
+        types = self._types if types is None else types
         out = []
         for c in range(len(buf[0])):
             if isinstance(buf[0][c], SparseTensorValue):
                 out.append(sparse_stack([e[c] for e in buf]))
                 continue
-            parts = [np.asarray(e[c], dtype=object if self._types[c] is _dt.string else None)
+            parts = [np.asarray(e[c], dtype=object if types[c] is _dt.string else None)
                      for e in buf]  # (bytes as 'S' would lose trailing NULs)
             if self._padded:
                 out.append(self._pad(parts, c))
@@ -1342,6 +1356,32 @@ class _BatchDataset(Dataset):
         for i, p in enumerate(parts):
             out[(i, *[slice(0, d) for d in p.shape])] = p
         return out
+
+
+#: datasets that pass their input's elements through unchanged, in an order that does not
+#: depend on their values: an elementwise map may run after them instead of before
+_ORDER_ONLY: tuple[type, ...] = ()
+
+
+def _without_map(ds: Dataset) -> tuple[Dataset, "TracedFunction | None"]:
+    """``ds`` with an elementwise map taken out from under it, and that map batched
+    (:meth:`TracedFunction.batched`); ``(ds, None)`` when there is none. The map may
+    sit under repeat, shuffle, take and skip: they only pick and order elements, so
+    mapping after them gives the same elements (shuffle draws the same slots). Those
+    above the map are copied over the map's input, keeping their state keys (epochs and
+    seeds, which saved iterator states name) so the copy behaves as the original."""
+    if isinstance(ds, _MapDataset):
+        fn = ds._fn.batched()
+        return (ds._input_datasets[0], fn) if fn is not None else (ds, None)
+    if type(ds) in _ORDER_ONLY:
+        inner, fn = _without_map(ds._input_datasets[0])
+        if fn is not None:
+            copy = object.__new__(type(ds))
+            copy.__dict__.update(ds.__dict__)
+            copy._input_datasets = (inner,)
+            copy._state_id = ds._state_key
+            return copy, fn
+    return ds, None
 
 
 class _UnbatchDataset(Dataset):
@@ -1379,11 +1419,12 @@ class _ShuffleDataset(Dataset):
         if n <= 0:
             raise errors.InvalidArgumentError(None, None,
                                               "buffer_size must be greater than zero.")
-        epoch = env.state.get(id(self), 0)
-        env.state[id(self)] = epoch + 1
+        key = self._state_key
+        epoch = env.state.get(key, 0)
+        env.state[key] = epoch + 1
         s1, s2 = self._seeds
         if s1 is None and s2 is None:
-            base = env.state.setdefault(("seed", id(self)),
+            base = env.state.setdefault(("seed", key),
                                         int(np.random.SeedSequence().entropy % (1 << 62)))
             rng = np.random.default_rng([base, epoch if self._reshuffle else 0])
         else:
@@ -1454,6 +1495,8 @@ class _CacheDataset(Dataset):
             yield el
         env.state[id(self)] = seen
 
+
+_ORDER_ONLY = (_RepeatDataset, _ShuffleDataset, _TakeSkipDataset)
 
 _END = object()
 
