@@ -10,7 +10,9 @@ An MLP 784-256-128-10 (batch 64, softmax cross-entropy, plain SGD) is trained wi
 ``sess.run(train)`` and, alternately in rounds, with ``sess.run([train, merged])`` plus
 ``FileWriter.add_summary`` every step. ``--case small`` summarises the loss (scalar) and
 two small histograms (the logits and the last bias); ``--case weights`` adds histograms
-of every weight matrix (251k values). Prints one JSON line: median ms per step without
+of every weight matrix (251k values). ``--case cnn`` is the TF tutorial's MNIST CNN step
+(``tf.layers``, Adam) with the summaries such a tutorial writes: loss and accuracy, the
+logits and every trainable variable. Prints one JSON line: median ms per step without
 and with summaries, and the overhead in percent.
 """
 from __future__ import annotations
@@ -28,39 +30,20 @@ import numpy as np
 from data_bench import load
 
 
-def run(impl: str, case: str, reps: int, steps: int) -> dict[str, Any]:
+def run(impl: str, case: str, reps: int, steps: int, warmup: int = 20) -> dict[str, Any]:
     """Build the MLP under ``impl`` and time steps with and without summaries."""
     tf = load(impl)
     rng = np.random.RandomState(0)
-    xv = rng.rand(64, 784).astype(np.float32)
-    yv = rng.randint(0, 10, 64).astype(np.int64)
-    x = tf.constant(xv)
-    y = tf.constant(yv)
-    sizes = [784, 256, 128, 10]
-    h, weights, biases = x, [], []
-    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-        w = tf.Variable(rng.randn(a, b).astype(np.float32) * 0.05, name=f"w{i}")
-        bias = tf.Variable(np.zeros(b, np.float32), name=f"b{i}")
-        h = tf.matmul(h, w) + bias
-        if i < len(sizes) - 2:
-            h = tf.nn.relu(h)
-        weights.append(w)
-        biases.append(bias)
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
-    train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
-    tf.summary.scalar("loss", loss)
-    tf.summary.histogram("logits", h)
-    tf.summary.histogram("last_bias", biases[-1])
-    if case == "weights":
-        for w in weights:
-            tf.summary.histogram(w.op.name, w)
-    merged = tf.summary.merge_all()
+    if case == "cnn":
+        train, merged = _cnn(tf, rng)
+    else:
+        train, merged = _mlp(tf, rng, case)
     plain, summed = [], []
     with tempfile.TemporaryDirectory() as logdir, tf.Session() as sess:
         writer = tf.summary.FileWriter(logdir)
         sess.run(tf.global_variables_initializer())
         step = 0
-        for _ in range(20):
+        for _ in range(warmup):
             sess.run(train)
             _, s = sess.run([train, merged])
             writer.add_summary(s, step)
@@ -82,15 +65,69 @@ def run(impl: str, case: str, reps: int, steps: int) -> dict[str, Any]:
             "overhead_pct": round((s / p - 1) * 100, 1)}
 
 
+def _mlp(tf: Any, rng: np.random.RandomState, case: str) -> tuple[Any, Any]:
+    """The MLP training op and the merged summaries of ``case`` (small or weights)."""
+    x = tf.constant(rng.rand(64, 784).astype(np.float32))
+    y = tf.constant(rng.randint(0, 10, 64).astype(np.int64))
+    sizes = [784, 256, 128, 10]
+    h, weights, biases = x, [], []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        w = tf.Variable(rng.randn(a, b).astype(np.float32) * 0.05, name=f"w{i}")
+        bias = tf.Variable(np.zeros(b, np.float32), name=f"b{i}")
+        h = tf.matmul(h, w) + bias
+        if i < len(sizes) - 2:
+            h = tf.nn.relu(h)
+        weights.append(w)
+        biases.append(bias)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+    train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    tf.summary.scalar("loss", loss)
+    tf.summary.histogram("logits", h)
+    tf.summary.histogram("last_bias", biases[-1])
+    if case == "weights":
+        for w in weights:
+            tf.summary.histogram(w.op.name, w)
+    return train, tf.summary.merge_all()
+
+
+def _cnn(tf: Any, rng: np.random.RandomState) -> tuple[Any, Any]:
+    """The TF tutorial's MNIST CNN (``tf.layers``: conv 32 5x5, pool, conv 64 5x5, pool,
+    dense 1024, dropout, dense 10; batch 64, Adam) and the summaries a tutorial writes:
+    the loss and accuracy (scalars), the logits and every trainable variable
+    (histograms, 3.3M values in all)."""
+    x = tf.constant(rng.rand(64, 28, 28, 1).astype(np.float32))
+    y = tf.constant(rng.randint(0, 10, 64).astype(np.int64))
+    h = tf.layers.conv2d(x, 32, 5, padding="same", activation=tf.nn.relu)
+    h = tf.layers.max_pooling2d(h, 2, 2)
+    h = tf.layers.conv2d(h, 64, 5, padding="same", activation=tf.nn.relu)
+    h = tf.layers.max_pooling2d(h, 2, 2)
+    h = tf.layers.dense(tf.layers.flatten(h), 1024, activation=tf.nn.relu)
+    h = tf.layers.dropout(h, rate=0.4, training=True)
+    logits = tf.layers.dense(h, 10)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    train = tf.train.AdamOptimizer(1e-4).minimize(loss)
+    acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    tf.summary.scalar("loss", loss)
+    tf.summary.scalar("accuracy", acc)
+    tf.summary.histogram("logits", logits)
+    for v in tf.trainable_variables():
+        tf.summary.histogram(v.op.name, v)
+    return train, tf.summary.merge_all()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, run the case, print its JSON line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--impl", choices=["tf", "flowrt"], default="flowrt")
-    p.add_argument("--case", choices=["small", "weights"], default="small")
+    p.add_argument("--case", choices=["small", "weights", "cnn"], default="small")
     p.add_argument("--reps", type=int, default=7)
-    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--steps", type=int, default=None,
+                   help="steps per round (default 50; 5 for cnn)")
     a = p.parse_args(argv)
-    print(json.dumps(run(a.impl, a.case, a.reps, a.steps)))
+    steps = a.steps or (5 if a.case == "cnn" else 50)
+    warmup = 3 if a.case == "cnn" else 20
+    print(json.dumps(run(a.impl, a.case, a.reps, steps, warmup)))
     return 0
 
 

@@ -20,7 +20,8 @@ NAMESPACES = ("nn", "math", "random", "linalg", "train", "initializers", "layers
               "keras", "sets", "test", "graph_util", "quantization", "lite", "distribute",
               "estimator", "feature_column", "app", "flags", "profiler", "python_io",
               "resource_loader", "sysconfig", "manip", "spectral", "nn.rnn_cell", "queue",
-              "train.queue_runner", "gfile", "io.gfile", "app.flags", "data.experimental")
+              "train.queue_runner", "gfile", "io.gfile", "app.flags", "data.experimental",
+              "distribute.cluster_resolver")
 
 
 class LazyNamespace(types.ModuleType):

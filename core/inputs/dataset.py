@@ -1293,6 +1293,8 @@ class _BatchDataset(Dataset):
         return v if isinstance(v, Tensor) else np.int64(v)
 
     def _elements(self, env: Env) -> Iterator[Flat]:
+        """Batches of ``batch_size`` elements (the last one smaller unless dropped); an
+        elementwise map below runs once per batch on the stacked elements."""
         n = int(env.value(self._size))
         if n <= 0:
             raise errors.InvalidArgumentError(None, None,

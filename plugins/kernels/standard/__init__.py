@@ -63,6 +63,7 @@ from . import dataset_kernels  # noqa: F401,E402
 from . import inputs_api  # noqa: F401,E402
 from . import proto_ops  # noqa: F401,E402
 from . import saved_model_api  # noqa: F401,E402
+from . import cluster_resolver_api  # noqa: F401,E402
 from . import stitch_ops  # noqa: F401,E402
 from . import interop_api  # noqa: F401,E402
 from . import optimizers_more  # noqa: F401,E402
