@@ -202,9 +202,9 @@ class UnionClusterResolver(ClusterResolver):
                rpc_layer: str | None = None) -> str:
         """The first resolver's master, or the merged cluster's address of
         ``task_type``/``task_id`` when both are given."""
-        if task_type is not None and task_id is not None:
+        if task_type is not None and task_id is not None:  # (the union's own layer only)
             return format_master_url(self.cluster_spec().task_address(task_type, task_id),
-                                     rpc_layer or self.rpc_layer)
+                                     rpc_layer or self._rpc_layer)
         return self._resolvers[0].master(rpc_layer=rpc_layer)
 
     @property
@@ -297,8 +297,8 @@ class TFConfigClusterResolver(ClusterResolver):
         self._rpc_layer = value
 
     @property
-    def environment(self) -> str:
-        return self._environment or ""
+    def environment(self) -> str | None:  # (None unless given, as TF's)
+        return self._environment
 
     def cluster_spec(self) -> ClusterSpec:
         """The ``cluster`` of TF_CONFIG (an empty cluster when it has none)."""
