@@ -116,7 +116,8 @@ def test_simple_and_union():
     assert u.cluster_spec().as_dict() == {"worker": ["w0:1", "w1:1", "w2:1"],
                                           "ps": ["p0:1"]}
     assert (u.task_type, u.task_id, u.rpc_layer) == ("worker", 0, "grpc")
-    assert u.master() == "grpc://w0:1" and u.master("ps", 0) == "grpc://p0:1"
+    # a named task takes only the union's own rpc layer (none here), as in TF
+    assert u.master() == "grpc://w0:1" and u.master("ps", 0) == "p0:1"
     sparse = R.SimpleClusterResolver(tf.train.ClusterSpec({"worker": {5: "w5:1"}}))
     assert u.__class__(ra, sparse).cluster_spec().as_dict()["worker"] == \
         {0: "w0:1", 1: "w1:1", 5: "w5:1"}
