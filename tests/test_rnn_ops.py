@@ -99,22 +99,28 @@ def test_fused_cell_runtime_shape_error():
                 s.run(nc, {x: np.zeros((2, 5), np.float32)})
 
 
-def test_basic_lstm_cell_uses_fused_op_and_keeps_variables():
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_basic_lstm_cell_uses_fused_op_and_keeps_variables(wrapped):
+    """dynamic_rnn of a BasicLSTMCell is one FusedLSTMSequence op; wrapped (here in a
+    DropoutWrapper keeping everything) it is the while loop of fused cell steps."""
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [2, 5, 3])
         cell = tf.nn.rnn_cell.BasicLSTMCell(4)
-        out, st_ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        run = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=1.0) if wrapped \
+            else cell
+        out, st_ = tf.nn.dynamic_rnn(run, x, dtype=tf.float32)
         assert sorted(v.name for v in tf.trainable_variables()) == [
             "rnn/basic_lstm_cell/bias:0", "rnn/basic_lstm_cell/kernel:0"]
         types = {op.type for op in g.get_operations()}
-        assert "FusedBasicLSTMCell" in types
+        fused = "FusedBasicLSTMCell" if wrapped else "FusedLSTMSequence"
+        assert fused in types and ("While" in str(types) or "Enter" in types) == wrapped
         loss = tf.reduce_sum(out)
         grads = tf.gradients(loss, tf.trainable_variables())
-        assert "FusedBasicLSTMCellGrad" in {op.type for op in g.get_operations()}
-        # one stack per cell: the fused op's saved tensor (and the TensorArray's)
-        pushed = [op.inputs[1].op.type for op in g.get_operations()
-                  if op.type == "StackPushV2"]
-        assert pushed.count("FusedBasicLSTMCell") == 1 and "Const" not in pushed
+        assert fused + "Grad" in {op.type for op in g.get_operations()}
+        if wrapped:  # one stack per cell: the fused op's saved tensor (and the TA's)
+            pushed = [op.inputs[1].op.type for op in g.get_operations()
+                      if op.type == "StackPushV2"]
+            assert pushed.count("FusedBasicLSTMCell") == 1 and "Const" not in pushed
         xs = np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32)
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())

@@ -20,7 +20,7 @@ from flowrt.framework.graph import name_scope
 from flowrt.plugin.runtime import require_api
 from flowrt.training.variable_scope import variable_scope
 
-from .rnn_cell import (_concat, assert_like_rnncell, assert_same_structure, flatten,
+from .rnn_cell import (RNNCell, _concat, assert_like_rnncell, assert_same_structure, flatten,
                        is_sequence, map_structure, pack_sequence_as)
 
 __all__ = ["dynamic_rnn", "bidirectional_dynamic_rnn", "raw_rnn", "static_rnn",
@@ -224,6 +224,19 @@ def _dynamic_rnn_loop(cell: Any, inputs: Any, initial_state: Any, parallel_itera
             raise ValueError("Batch_size is not the same for all the elements in the "
                              "input.")
     out_dtype = _infer_state_dtype(dtype, state)
+    if len(flat_input) == 1 and not is_sequence(inputs) and got_shapes[0].ndims == 3 and \
+            isinstance(cell, RNNCell) and cell._fuses_sequences():
+        # BasicLSTMCell (alone or stacked): every step in one op, the same variables
+        # and values as the loop below (rnn_seq_ops.py)
+        outputs, final_state = cell._call_sequence(flat_input[0], state, sequence_length)
+        outputs.set_shape(_concat([const_time_steps, const_batch_size],
+                                  flat_output_size[0], static=True))
+        with name_scope("while"):  # the final state keeps TF's names: the loop's Exits
+            first = 2 + len(flat_output_size)  # (after the counter, time and outputs)
+            final_state = pack_sequence_as(final_state, [
+                api_function("identity")(s, name=f"Exit_{first + i}")
+                for i, s in enumerate(flatten(final_state))])
+        return outputs, final_state
     zeros = api_function("zeros")
     zero_output = None
     if sequence_length is not None:

@@ -41,6 +41,7 @@ REQUIRED_API_NAMES = frozenset({
     "random_uniform", "floor", "divide", "zeros_initializer", "constant_initializer",
     "nn.relu", "nn.relu6", "nn.elu", "nn.selu", "nn.softplus", "nn.softsign",
     "identity", "shape", "fixed_size_partitioner", "_fused_basic_lstm_cell",
+    "_fused_lstm_sequence",
 })
 require_api(REQUIRED_API_NAMES)
 
@@ -407,9 +408,13 @@ class RNNCell:
                 with _variable_scope(scope, default_name=self._base_name) as captured:
                     self._scope = captured
 
-    def _layer_call(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
+    def _layer_call(self, inputs: Any, state: Any, scope: Any,
+                    call: Callable[[Any, Any], tuple[Any, Any]] | None = None
+                    ) -> tuple[Any, Any]:
         """A ``tf.layers.Layer`` call: enter the cell's scope (reusing its variables
-        after the first call), check and convert the inputs, build, then ``call``."""
+        after the first call), check and convert the inputs, build, then ``call`` (or
+        the given ``call``, which runs a whole sequence: its inputs are not checked as
+        one step's)."""
         self._set_scope(scope)
         reuse = True if self.built else self._reuse
         with _variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False) as sc:
@@ -417,7 +422,8 @@ class RNNCell:
                 inputs = map_structure(
                     lambda x: x if isinstance(x, Tensor) else convert_to_tensor(
                         x, dtype=self._dtype), inputs)
-                self._check_inputs(inputs)
+                if call is None:
+                    self._check_inputs(inputs)
                 if self._dtype is None:
                     first = flatten(inputs)[0]
                     if isinstance(first, Tensor):
@@ -426,7 +432,33 @@ class RNNCell:
                     self.build(map_structure(lambda x: x.shape, inputs)
                                if is_sequence(inputs) else inputs.shape)
                     self.built = True
-                return self.call(inputs, state)
+                return (call or self.call)(inputs, state)
+
+    # -- whole sequences --
+    def _fuses_sequences(self) -> bool:
+        """Whether :meth:`_call_sequence` can run this cell over a sequence in one op."""
+        return False
+
+    def _sequence(self, inputs: Tensor, state: Any,
+                  sequence_length: Tensor | None) -> tuple[Any, Any]:
+        raise NotImplementedError("Abstract method")
+
+    def _call_sequence(self, inputs: Tensor, state: Any, sequence_length: Tensor | None
+                       ) -> tuple[Any, Any]:
+        """Run the cell over the time-major ``inputs`` ``[time, batch, depth]`` as
+        ``dynamic_rnn`` would (same scopes and variables, same values), in one op:
+        ``(outputs [time, batch, ...], final_state)``. Only when
+        :meth:`_fuses_sequences`."""
+        def run(x: Any, s: Any) -> tuple[Any, Any]:
+            return self._sequence(x, s, sequence_length)
+
+        if isinstance(self, LayerRNNCell):
+            return self._layer_call(inputs, state, None, call=run)
+        if self._rnncell_scope is None:
+            self._rnncell_scope = _variable_scope(get_variable_scope(),
+                                                  custom_getter=self._rnn_get_variable)
+        with self._rnncell_scope:
+            return self._layer_call(inputs, state, None, call=run)
 
     def _check_inputs(self, inputs: Any) -> None:
         """Input rank check of the cells with a 2-D input spec (none here)."""
@@ -722,6 +754,20 @@ class BasicLSTMCell(LayerRNNCell):
             return new_h, LSTMStateTuple(new_c, new_h)
         return new_h, api_function("concat")([new_c, new_h], 1)
 
+    def _fuses_sequences(self) -> bool:
+        return self._activation is None and self._state_is_tuple
+
+    def _sequence(self, inputs: Tensor, state: Any,
+                  sequence_length: Tensor | None) -> tuple[Any, Any]:
+        """Every step at once (one op; see :meth:`RNNCell._call_sequence`)."""
+        _check_input_dtypes(inputs, state)
+        self._check_state(state)
+        c, h = state
+        outputs, new_c, new_h = api_function("_fused_lstm_sequence")(
+            inputs, c, h, self._kernel, self._bias, sequence_length=sequence_length,
+            forget_bias=self._forget_bias)
+        return outputs, LSTMStateTuple(new_c, new_h)
+
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "num_units": self._num_units,
                 "forget_bias": self._forget_bias, "state_is_tuple": self._state_is_tuple,
@@ -931,6 +977,25 @@ class MultiRNNCell(RNNCell):
         if self._state_is_tuple:
             return cur, tuple(new_states)
         return cur, api_function("concat")(new_states, 1)
+
+    def _fuses_sequences(self) -> bool:
+        return self._state_is_tuple and all(
+            isinstance(c, RNNCell) and c._fuses_sequences() for c in self._cells)
+
+    def _sequence(self, inputs: Tensor, state: Any,
+                  sequence_length: Tensor | None) -> tuple[Any, Any]:
+        """Each layer over the whole sequence in turn, in its ``cell_<i>`` scope: the
+        same values as the step-by-step stack (layer ``i`` only reads layer ``i - 1``'s
+        outputs)."""
+        if not is_sequence(state) or len(state) != len(self._cells):
+            raise ValueError(f"MultiRNNCell ({self.name}): expected a state tuple of "
+                             f"length {len(self._cells)}, but received {state}")
+        cur, new_states = inputs, []
+        for i, cell in enumerate(self._cells):
+            with _variable_scope(f"cell_{i}"):
+                cur, new_state = cell._call_sequence(cur, state[i], sequence_length)
+                new_states.append(new_state)
+        return cur, tuple(new_states)
 
 
 # -- wrappers --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from . import logging_ops  # noqa: F401,E402
 from . import control_flow_ops  # noqa: F401,E402
 from . import control_flow_grad  # noqa: F401,E402
 from . import rnn_ops  # noqa: F401,E402
+from . import rnn_seq_ops  # noqa: F401,E402
 from . import init_ops  # noqa: F401,E402
 from . import training_ops  # noqa: F401,E402
 from . import optimizers  # noqa: F401,E402
