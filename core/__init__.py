@@ -141,7 +141,8 @@ def __getattr__(name: str) -> _Any:
     if name in api:
         value = api[name]
         return value
-    raise AttributeError(f"module 'flowrt' has no attribute {name!r}")
+    raise AttributeError(f"module 'flowrt' has no attribute {name!r}"
+                         f"{default_runtime().missing_api_note(name)}")
 
 
 _SUBMODULES: list[frozenset[str]] = []

@@ -33,7 +33,7 @@ TOP = len(LAYERS)
 #: package that doubles should be split, not stretched
 BUDGET = {"base": 2000, "plugin": 2600, "engine": 4200, "service": 2600,
           "distributed": 3200, "framework": 5200, "training": 6000, "inputs": 4000,
-          "modeling": 9000, "tools": 5200}
+          "modeling": 9000, "tools": 6000}
 
 
 def _modules(root: pathlib.Path) -> list[pathlib.Path]:

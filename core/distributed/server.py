@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..base import errors
+from ..base import errors, host_budget
 from ..plugin.transport import parse_target
 from .message_transport import MessageTransport
 from .cluster import ClusterSpec
@@ -52,6 +52,10 @@ class Server:
     :param session_gc_seconds: close master sessions unused for this long with no step
         running, as left behind by a client that died without closing them (default
         None: never, as in TF); the next call on such a session is an AbortedError
+
+    ``thread_budget`` (a ``flowrt.base.host_budget.ThreadBudget``) is the threads the
+    process's BLAS and intra-op pool were given on creation: the cores shared among
+    the cluster's tasks on this host, or ``config.intra_op_parallelism_threads``.
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
@@ -88,6 +92,13 @@ class Server:
         self.runtime = runtime or default_runtime()
         self.transport = self.runtime.transport(self.protocol)
         self.address = cluster.task_address(job_name, self.task_index)
+        # this process's share of the host's cores: the cluster says which tasks are
+        # local (with inproc every task is in this process)
+        self._budget_token, self.thread_budget = host_budget.serve_task(
+            {(j, t): cluster.task_address(j, t) for j in cluster.jobs
+             for t in cluster.task_indices(j)}, job_name, self.task_index,
+            all_in_process=self.protocol == "inproc",
+            override=getattr(config, "intra_op_parallelism_threads", 0) or 0)
         self.worker = Worker(self.runtime, job_name, self.task_index, config,
                              resolver=self._resolve)
         self.worker._on_shutdown = self._on_shutdown
@@ -154,6 +165,7 @@ class Server:
                 return
             self._stopped.set()
             h, self._handle = self._handle, None
+        host_budget.stop_serving(self._budget_token)
         self.master.stop()
         self.worker.rendezvous_mgr.abort_all(errors.CancelledError(
             None, None, f"server {self.target} stopped"))

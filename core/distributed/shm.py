@@ -54,8 +54,8 @@ import numpy as np
 
 from ..base import errors
 
-__all__ = ["MIN_BYTES", "CLAIM_S", "MAX_POOL_BYTES", "host_token", "enabled", "write",
-           "discard", "open_segment", "sweep_orphans"]
+__all__ = ["MIN_BYTES", "CLAIM_S", "MAX_POOL_BYTES", "host_token", "enabled", "set_enabled",
+           "write", "discard", "open_segment", "sweep_orphans"]
 
 #: tensors at least this large use a segment (smaller ones are cheaper on the socket)
 MIN_BYTES = 256 << 10
@@ -92,6 +92,15 @@ def host_token() -> str | None:
 def enabled() -> bool:
     """Whether this process uses the fast path."""
     return _enabled and host_token() is not None
+
+
+def set_enabled(on: bool) -> bool:
+    """Turn the fast path on or off for this process (``FLOWRT_SHM=0`` sets it off at
+    start); returns the previous setting. Off, large tensors between processes of one
+    host travel over the transport itself (the conformance kit tests transports so)."""
+    global _enabled
+    before, _enabled = _enabled, bool(on)
+    return before
 
 
 def _unlink(path: str) -> None:

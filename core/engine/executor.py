@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base import errors
+from ..plugin.device import DeviceType, host_array, takes_host_arrays
 from ..plugin.resources import VarRef
 # (names the worker, plugins and tests import from here, kept where they were)
 from .dataflow import (_init_worker_thread, _run_on_pool, inter_op_pool,  # noqa: F401
@@ -106,6 +107,11 @@ class Executor(Plan):
         self._activate: Callable[[], Any] | None = None
         if len(self.devices) == 1:
             self._activate = getattr(self.devices[0], "activate", None)
+        self._feeds_in, self._fetches_out = _host_crossings(self)
+        #: feeds that always go through a device (its ``from_host``) ...
+        self._feeds_always = any(not f[3] for f in self._feeds_in)
+        #: ... and those that do only when they are not numpy arrays
+        self._feeds_host = [f[0] for f in self._feeds_in if f[3]]
 
     @property
     def can_run_ready(self) -> bool:
@@ -123,10 +129,12 @@ class Executor(Plan):
             receives is already in the step's rendezvous, none of them dead: the step
             then runs straight through (see :attr:`can_run_ready`)
         """
-        if self._activate is None:
-            for a in args:  # feeds are numpy arrays, unless one is a GPU array
-                if type(a) is not np.ndarray:
-                    args = _host_args(args)
+        if self._feeds_always:
+            args = self._feed_through_devices(args)
+        else:
+            for i in self._feeds_host:  # numpy arrays stay as they are
+                if type(args[i]) is not np.ndarray:
+                    args = self._feed_through_devices(args)
                     break
         ready = recvs_ready and stats is None and self._fn_ready is not None
         if ready or (self._fn is not None and stats is None):
@@ -144,6 +152,38 @@ class Executor(Plan):
         if True in self.fetch_is_ref:
             out = [v.read() if r and isinstance(v, VarRef) else v
                    for v, r in zip(out, self.fetch_is_ref)]
+        if self._fetches_out:
+            out = self._fetch_through_devices(out)
+        return out
+
+    def _feed_through_devices(self, args: Sequence[Any]) -> list[Any]:
+        """The step's feeds as the nodes reading them take them: a host array through
+        the ``from_host`` of a device whose kernels take its own arrays; an array a
+        device type holds (a fed GPU array) as it is on a device of that type; any
+        other value first through :func:`~flowrt.plugin.device.host_array`."""
+        args = list(args)
+        for i, dev, holds, host_ok in self._feeds_in:
+            v = args[i]
+            if type(v) is not np.ndarray:
+                if holds is not None and holds(v):
+                    continue
+                v = host_array(v, runtime=self.runtime)
+            args[i] = v if host_ok else dev.from_host(v)
+        return args
+
+    def _fetch_through_devices(self, out: list[Any]) -> list[Any]:
+        """The fetched values made on devices other than the CPU, through their
+        ``to_host``: callers (the session, the wire) always get host arrays."""
+        out = list(out)
+        for k, dev in self._fetches_out:
+            v = out[k]
+            if type(v) is np.ndarray or isinstance(v, _HOST_OUT):
+                continue
+            try:
+                out[k] = host_array(v, dev)
+            except errors.OpError as e:
+                raise type(e)(None, None, f"fetch {k} of the step, from {dev.name}: "
+                              f"{e.message}") from e
         return out
 
     def _run_straight(self, args: Sequence[Any], step: StepContext,
@@ -181,7 +221,31 @@ def _run_frames(ex: Executor, args: Sequence[Any], step: StepContext,
     return run_frames(ex, args, step, stats, timeout, _run_on_pool_framed)
 
 
-def _host_args(args: Sequence[Any]) -> list[Any]:
-    """A partition outside any GPU gets GPU feeds (CuPy arrays) in host memory."""
-    return [a.get() if hasattr(a, "__cuda_array_interface__") and hasattr(a, "get") else a
-            for a in args]
+#: fetched values that are in host memory already, whatever device made them
+_HOST_OUT = (np.generic, bytes, str, int, float, bool, type(None))
+
+
+def _host_crossings(plan: Plan) -> tuple[list[tuple[int, Any, Any, bool]],
+                                         list[tuple[int, Any]]]:
+    """Where values of ``plan`` cross between the host and its devices, decided once:
+    ``(feed index, device, its type's holds or None, takes host arrays)`` for each feed
+    a node reads (every feed may be a device array; on a device whose kernels take only
+    its own arrays a host one goes through ``from_host``), and ``(fetch position,
+    device)`` for each fetch a node on a device other than the CPU makes (it goes
+    through that device's ``to_host``)."""
+    by_name = {d.name: d for d in plan.devices}
+    types = plan.runtime.device_types if plan.runtime is not None else {}
+    feeds: dict[int, tuple[int, Any, Any, bool]] = {}
+    made_by: dict[int, Any] = {}
+    for c in plan.nodes:
+        dev = by_name[c.device_name]
+        if c.kind == "arg":
+            dt = types.get(dev.device_type)
+            holds = None if dt is None or type(dt).holds is DeviceType.holds else dt.holds
+            feeds.setdefault(c.arg_index, (c.arg_index, dev, holds, takes_host_arrays(dev)))
+        if dev.device_type != "CPU":
+            for slot in range(c.out_base, c.out_base + c.n_out):
+                made_by[slot] = dev
+    fetches = [(k, made_by[slot]) for k, slot in enumerate(plan.fetch_slots)
+               if slot in made_by]
+    return sorted(feeds.values(), key=lambda f: f[0]), fetches

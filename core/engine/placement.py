@@ -180,7 +180,8 @@ def place(ir: GraphIR, devices: Sequence[Any], runtime: Any, allow_soft: bool = 
             first = members[0]
             if not matching:
                 why = (f"no devices matching that specification are available. "
-                       f"Available devices: {[d.name for d in devices]}")
+                       f"Available devices: {[d.name for d in devices]}"
+                       f"{runtime.placement_notes(spec.device_type)}")
             else:
                 why = (f"no supported kernel for {spec.device_type or 'those'} devices is "
                        f"available. Device types with kernels for the group: "

@@ -43,7 +43,8 @@ class LazyNamespace(types.ModuleType):
         if key in api:
             value = api[key]
             return value
-        raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
+        raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}"
+                             f"{default_runtime().missing_api_note(key)}")
 
     def __dir__(self) -> list[str]:
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base import dtypes as _dt
-from ..base import errors
+from ..base import errors, host_budget
 from ..base.device_spec import DeviceSpec
 from .graph import Graph, Operation, Tensor, get_default_graph
 from ..plugin.resources import VarRef
@@ -636,7 +636,10 @@ def _master_for(runtime: Any, target: str, config: Any) -> Any:
     directly (arrays by reference), its worker's devices found with ``config``."""
     scheme, address = parse_target(target)
     if scheme == "":
+        host_budget.note_local_session()  # runs kernels here: keeps its share of the host
         return runtime.transport("inproc").master_client("", config=config)
+    if scheme != "inproc":
+        host_budget.note_remote_client()  # steps run on servers: one BLAS thread here
     transport = runtime.transport(scheme)
     return transport.master_client(address)
 

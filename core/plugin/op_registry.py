@@ -391,13 +391,22 @@ class KernelSet:
 
     def kernel(self, *ops: str, device_type: str = "*", kind: str = "plain",
                expensive: bool = False, host_memory: Iterable[str] = (),
-               all_devices: bool = False) -> Callable:
-        """Decorator registering ``factory`` as the kernel of ``ops`` on ``device_type``."""
+               all_devices: bool = False,
+               supports: Callable[[dict[str, Any]], bool] | None = None) -> Callable:
+        """Decorator registering ``factory`` as the kernel of ``ops`` on ``device_type``
+        (the other arguments are :class:`KernelDef`'s). ``supports(attrs) -> bool``,
+        when given, is asked with a node's attrs (``DType`` objects for its type attrs)
+        and says whether this kernel handles that node: placement and the executor only
+        use the kernel where it says yes."""
+        if supports is not None and not callable(supports):
+            raise TypeError(f"kernel set {self.name!r}: supports= for {list(ops)} must be "
+                            f"a callable taking the node's attrs, got {supports!r}")
 
         def deco(factory: Callable[[KernelContext], Callable[..., Any]]) -> Callable:
             for o in ops:
                 self.kernels.append(KernelDef(o, factory, device_type, kind, expensive,
-                                              tuple(host_memory), all_devices=all_devices))
+                                              tuple(host_memory), all_devices=all_devices,
+                                              supports=supports))
             return factory
 
         return deco

@@ -64,6 +64,9 @@ class PluginInfo:
     status: str = "loaded"  # loaded | failed | blocked | disabled
     error: str | None = None
     provides: dict[str, list[str]] = field(default_factory=dict)
+    #: what the runtime left out of what this plugin registered, and why (a kernel for
+    #: an op that no loaded plugin defines, a ``supports`` predicate that raised)
+    notes: list[str] = field(default_factory=list)
 
 
 def _did_you_mean(name: str, options: Iterable[str]) -> str:
@@ -101,7 +104,12 @@ class Runtime:
                 f"that provide other ops (e.g. 'standard') instead.")
         if autoload is None:
             autoload = not os.environ.get("FLOWRT_DISABLE_PLUGIN_AUTOLOAD")
+            why = "FLOWRT_DISABLE_PLUGIN_AUTOLOAD is set"
+        else:
+            why = "Runtime(autoload=False) was given"
         self.autoload = autoload
+        #: why third-party entry points are not loaded (None while they are)
+        self.autoload_off_reason: str | None = None if autoload else why
         self._builtins = builtins
         self._extra = dict(plugins or {})
         self._lock = threading.RLock()
@@ -113,6 +121,8 @@ class Runtime:
         self._kernels: dict[tuple[str, str], Any] = {}
         self._gradients: dict[str, Any] = {}
         self._api: dict[str, Any] = {}
+        #: plugins whose kernel sets were merged (a later failure cannot hide an API name)
+        self._kernel_set_plugins: set[str] = set()
         self._passes: list[Any] | None = None
 
     # -- plugin loading ---------------------------------------------------------------
@@ -180,7 +190,7 @@ class Runtime:
                 continue
             if not builtin and not self.autoload:
                 info.status = "disabled"
-                info.error = "FLOWRT_DISABLE_PLUGIN_AUTOLOAD is set"
+                info.error = self.autoload_off_reason
                 continue
             self._register(pm, info, lambda ep=ep: ep.load())
         if self._builtins:
@@ -241,12 +251,41 @@ class Runtime:
             info.error = (f"unknown hook {unknown[0]!r}.{_did_you_mean(unknown[0], known)} "
                           f"Known hooks: {', '.join(known)}")
 
+    @property
+    def failed_plugins(self) -> list[PluginInfo]:
+        """The plugins that failed to load (an import error, a hook that raised), and
+        those with parts the runtime left out (:attr:`PluginInfo.notes`)."""
+        return [p for p in self.plugins.values() if p.status == "failed" or p.notes]
+
     def _failures_text(self) -> str:
         bad = [p for p in self._infos.values() if p.status == "failed"]
-        if not bad:
-            return ""
-        return " Plugins that failed to load: " + "; ".join(
-            f"{p.name} ({p.error})" for p in bad) + "."
+        text = " Plugins that failed to load: " + "; ".join(
+            f"{p.name} ({p.error})" for p in bad) + "." if bad else ""
+        notes = [f"{p.name}: {n}" for p in self._infos.values() for n in p.notes]
+        if notes:
+            text += " Left out: " + "; ".join(notes) + "."
+        return text
+
+    def placement_notes(self, device_type: str | None = None) -> str:
+        """What a placement error adds so that a user sees why a device is missing:
+        ``"; plugin 'x' failed to load: <error>"`` for each failed plugin, and
+        ``"; device type GPU unavailable: <reason>"`` for ``device_type`` (every type
+        with a reason when None) that found no devices; ``""`` when there is nothing
+        to say. Never raises: a registry that cannot be built says so."""
+        parts = [f"plugin {p.name!r} failed to load: {p.error}"
+                 for p in self._infos.values() if p.status == "failed"]
+        try:
+            types = self.device_types
+        except Exception as e:  # noqa: BLE001 - a conflict: said instead of the reasons
+            types = {}
+            parts.append(f"the device types cannot be merged: {e}")
+        want = canonical_type(device_type) if device_type else None
+        if want is not None and want not in types:
+            parts.append(f"no device type {want!r} is registered (known: {sorted(types)})")
+        for name, dt in sorted(types.items()):
+            if dt.unavailable_reason and (want is None or name == want):
+                parts.append(f"device type {name} unavailable: {dt.unavailable_reason}")
+        return "".join(f"; {p}" for p in parts)
 
     def _call(self, hook: str) -> list[tuple[str, Any]]:
         """Call a hook once; return [(plugin name, result)] in registration order."""
@@ -353,6 +392,7 @@ class Runtime:
             api_owner: dict[str, str] = {}
             grad_owner: dict[str, str] = {}
             for pname, sets in self._call("flowrt_kernel_sets"):
+                self._kernel_set_plugins.add(pname)
                 for ks in sets:
                     prov = self.plugins[pname].provides
                     for name, d in ks.ops.items():
@@ -390,18 +430,27 @@ class Runtime:
                                               f"{api_owner[n]!r} and {pname!r}")
                         api[n] = fn
                         api_owner[n] = pname
-            # A kernel for an op no plugin defines is a plugin's bug, unless the plugin
-            # defining it was blocked or failed: then the kernel has nothing to run and
-            # is left out (a GPU kernel set without the standard one), not an error.
-            missing_owner = any(p.status in ("blocked", "failed")
-                                for p in self._infos.values())
+            # A kernel for an op no plugin defines is a plugin's bug, unless a plugin
+            # that may define it was blocked or failed: then the kernel has nothing to
+            # run and is left out (a GPU kernel set without the standard one), noted on
+            # its plugin, so that the failure stays with the plugin that failed instead
+            # of breaking every graph.
+            absent = sorted(f"{p.name} ({p.status})" for p in self._infos.values()
+                            if p.status in ("blocked", "failed"))
             for (op, dt), k in list(kernels.items()):
                 if op not in ops:
-                    if missing_owner:
+                    if absent:
                         del kernels[(op, dt)]
+                        self._infos[k.plugin].notes.append(
+                            f"kernel for op {op!r} on {dt} dropped: no loaded plugin "
+                            f"defines the op (not loaded: {', '.join(absent)})")
                         continue
+                    off = [f"{p.name} ({p.error})" for p in self._infos.values()
+                           if p.status == "disabled"]
                     raise PluginError(f"plugin {k.plugin!r} registers a kernel for op {op!r}, "
-                                      "which no plugin defines")
+                                      "which no plugin defines" + (
+                                          f" (plugins not loaded: {'; '.join(off)})"
+                                          if off else ""))
             self._kernels, self._gradients, self._api = kernels, grads, api
             self._ops = ops
 
@@ -436,13 +485,29 @@ class Runtime:
         ks = self.kernels
         k = ks.get((op_type, device_type))
         if k is not None:  # the device type's own kernel decides: no fallback to "*"
-            return k if attrs is None or k.supports is None or k.supports(attrs) else None
+            return k if attrs is None or k.supports is None or self._supports(k, attrs) \
+                else None
         k = ks.get((op_type, "*"))
         if k is not None:
             dt = self.device_types.get(device_type)
-            if dt is None or dt.array_kernels or k.all_devices:
+            if (dt is None or dt.array_kernels or k.all_devices) and \
+                    (attrs is None or k.supports is None or self._supports(k, attrs)):
                 return k
         return None
+
+    def _supports(self, k: Any, attrs: dict[str, Any]) -> bool:
+        """``k.supports(attrs)``; a predicate that raises counts as "no" for that node
+        (noted on its plugin once), so that one plugin's bug does not stop placement
+        of every graph."""
+        try:
+            return bool(k.supports(attrs))
+        except Exception as e:  # noqa: BLE001 - contained and reported, see above
+            info = self._infos.get(k.plugin or "")
+            note = (f"supports() of the kernel for op {k.op!r} on {k.device_type} raised "
+                    f"{type(e).__name__}: {e}; the kernel is not used for such nodes")
+            if info is not None and note not in info.notes:
+                info.notes.append(note)
+            return False
 
     def kernel_device_types(self, op_type: str,
                             attrs: dict[str, Any] | None = None) -> list[str]:
@@ -474,9 +539,26 @@ class Runtime:
         if fn is None:
             need = (" The core needs it: a kernel set providing it (the standard plugin) "
                     "is blocked or failed to load." if name in _required_api else "")
-            raise AttributeError(f"flowrt has no API function {name!r}.{need}"
-                                 f"{_did_you_mean(name, self._api)}{self._failures_text()}")
+            raise AttributeError(f"flowrt has no API function {name!r}"
+                                 f"{self.missing_api_note(name)}.{need}"
+                                 f"{_did_you_mean(name, self._api)}")
         return fn
+
+    def missing_api_note(self, name: str) -> str:
+        """Why API name ``name`` may be missing, for an ``AttributeError``: the plugins
+        that failed to load before exporting their kernel sets, one of which may
+        provide it (``" (the plugin 'bar' that may provide it failed to load:
+        ImportError: ...)"``), or ``""`` when none failed."""
+        self.api  # noqa: B018 - builds the tables: a hook failure is recorded first
+        bad = [p for p in self._infos.values() if p.status == "failed"
+               and p.name not in self._kernel_set_plugins]
+        if not bad:
+            return ""
+        if len(bad) == 1:
+            return (f" (the plugin {bad[0].name!r} that may provide it failed to load: "
+                    f"{bad[0].error})")
+        return (" (plugins that may provide it failed to load: " +
+                "; ".join(f"{p.name!r}: {p.error}" for p in bad) + ")")
 
     def missing_required_api(self) -> list[str]:
         """The op API names the core needs (:func:`require_api`) that no loaded kernel

@@ -63,6 +63,11 @@ class Transport:
         """A client of the worker service at ``address``."""
         raise NotImplementedError(f"transport {self.scheme}: need worker_client")
 
+    #: optional: ``free_addresses(k) -> list[str]``, ``k`` addresses a test may serve
+    #: on, for a transport whose addresses are not ``host:port`` (the conformance kit
+    #: uses it; without it the kit takes free ports on 127.0.0.1)
+    free_addresses: Any = None
+
     def __repr__(self) -> str:
         return f"<Transport {self.scheme}>"
 
@@ -160,7 +165,10 @@ class ServerHandle:
     address: str = ""
 
     def stop(self, grace: float = 0.0) -> None:
-        """Stop accepting requests; wait up to ``grace`` seconds for calls in flight."""
+        """Stop accepting requests and close the connections clients opened (their
+        calls, then and later, fail with UnavailableError); wait up to ``grace``
+        seconds for calls in flight. May be called from inside a handler (a shutdown
+        request): it must not wait for that handler itself."""
         raise NotImplementedError
 
 
@@ -182,13 +190,15 @@ class Channel:
         Raises :class:`~flowrt.errors.UnavailableError` naming the address when the
         peer cannot be reached or the connection is lost while waiting,
         :class:`~flowrt.errors.DeadlineExceededError` when ``timeout`` seconds pass
-        first, and :class:`~flowrt.errors.InternalError` when the server could not
-        handle the message at all (for example, it was over the size limit).
+        first, :class:`~flowrt.errors.ResourceExhaustedError` when the request or the
+        reply is over the size limit, and :class:`~flowrt.errors.InternalError` when
+        the server could not handle the message at all.
         """
         raise NotImplementedError
 
     def close(self) -> None:
-        """Release the connection; calls in flight fail with UnavailableError."""
+        """Release the connection: calls in flight on it, and later calls, raise
+        UnavailableError."""
 
 
 def parse_target(target: str) -> tuple[str, str]:

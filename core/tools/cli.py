@@ -8,15 +8,33 @@ import signal
 import sys
 from typing import Sequence
 
-from flowrt.base import errors
+from flowrt.base import errors, host_budget
 from flowrt.distributed import server as _server
 from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
-from flowrt.plugin.runtime import Runtime
+from flowrt.plugin.runtime import Runtime, default_runtime
 from flowrt.proto.config_pb2 import ConfigProto
 from flowrt.tools.demo import run_demo
 from flowrt.tools.inspect import inspect_path
 
 __all__ = ["main"]
+
+
+class _Schemes:
+    """The transport schemes of the process's runtime (built-in and third-party), as
+    the ``--protocol`` choices: read when argparse first needs them (a ``--protocol``
+    to check, ``--help``), so that ``flowrt inspect`` loads no plugin."""
+
+    def _names(self) -> list[str]:
+        return sorted(default_runtime().transports)
+
+    def __contains__(self, scheme: object) -> bool:
+        return scheme in self._names()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -36,6 +54,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         print(f"{p.name:<12} {p.status:<9} {dist:<28} {prov}")
         if p.error:
             print(f"{'':<12} error: {p.error}")
+        for note in p.notes:
+            print(f"{'':<12} note: {note}")
     print()
     print("device types:")
     for name, dt in sorted(rt.device_types.items()):
@@ -53,7 +73,22 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     if missing:
         print(f"missing API the core needs ({len(missing)}): {', '.join(missing[:8])}"
               f"{' ...' if len(missing) > 8 else ''}")
+    print(_threads_line(host_budget.current()))
     return 0
+
+
+def _threads_line(budget: host_budget.ThreadBudget) -> str:
+    """``threads: N (why); BLAS: library version at K threads`` for ``flowrt plugins``
+    and ``flowrt server``: the process's thread budget and what BLAS runs with now."""
+    try:
+        import threadpoolctl  # optional: the BLAS part is left out without it
+        libs = threadpoolctl.threadpool_info()
+    except ImportError:
+        libs = []
+    blas = ", ".join(f"{i.get('internal_api')} {i.get('version') or ''} at "
+                     f"{i.get('num_threads')} thread(s)".replace("  ", " ")
+                     for i in libs if i.get("user_api") == "blas")
+    return f"threads: {budget.threads} ({budget.reason}); BLAS: {blas or 'not found'}"
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -114,6 +149,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda signum, _frame: signalled.append(signum))
     print(f"flowrt server: /job:{server.job_name}/task:{server.task_index} serving "
           f"{server.target}", flush=True)
+    print(f"flowrt server: {_threads_line(host_budget.current())}", flush=True)
     try:
         while not server.join(0.2):
             if signalled:
@@ -148,8 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "train a small MLP by between-graph asynchronous replication. "
                         "inproc keeps everything in this process; grpc and zmq start every "
                         "server and every worker's client as a process of its own.")
-    sd.add_argument("--protocol", choices=("inproc", "grpc", "zmq"), default="inproc",
-                    help="transport between the tasks (default: inproc)")
+    sd.add_argument("--protocol", choices=_Schemes(), default="inproc",
+                    help="transport between the tasks, one of the runtime's: "
+                    "%(choices)s (default: inproc)")
     sd.add_argument("--workers", type=int, default=2, help="worker tasks (default: 2)")
     sd.add_argument("--steps", type=int, default=200,
                     help="training steps per worker (default: 200)")
@@ -167,16 +204,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sv.add_argument("--cluster", metavar="FILE", help="cluster JSON file")
     sv.add_argument("--job", help="this task's job name")
     sv.add_argument("--task", type=int, help="this task's index")
-    sv.add_argument("--protocol", default="grpc", help="grpc (default), zmq or inproc")
+    sv.add_argument("--protocol", choices=_Schemes(), default="grpc",
+                    help="the transport serving this task, one of the runtime's: "
+                    "%(choices)s (default: grpc)")
     sv.add_argument("--health-check-period", type=float, default=None,
                     help="seconds between health checks of the other tasks (default 1)")
     sv.add_argument("--max-message-bytes", type=int, default=None,
                     help="refuse messages larger than this (default: the transport's, "
                     "4 GiB)")
     sv.add_argument("--intra-op-threads", type=int, default=None, metavar="N",
-                    help="threads numpy's BLAS uses inside one op in this process "
-                    "(ConfigProto.intra_op_parallelism_threads); 1 suits several busy "
-                    "tasks on one machine")
+                    help="threads numpy's BLAS and the intra-op pool use in this "
+                    "process (ConfigProto.intra_op_parallelism_threads); default: the "
+                    "cores shared among the cluster's tasks on this host")
     sv.add_argument("--session-gc-seconds", type=float, default=None, metavar="S",
                     help="close sessions unused for S seconds with no step running "
                     "(left by clients that died); default: never")

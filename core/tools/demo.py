@@ -235,8 +235,9 @@ def run_demo(steps: int = 200, batch: int = 64, out_dir: str | None = None,
     """
     if workers < 1 or steps < 1:
         raise ValueError("the demo needs at least one worker and one step")
-    if protocol not in ("inproc", "grpc", "zmq"):
-        raise ValueError(f"unknown demo protocol {protocol!r} (inproc, grpc or zmq)")
+    known = sorted(tf.default_runtime().transports)
+    if protocol not in known:
+        raise ValueError(f"unknown demo protocol {protocol!r} ({', '.join(known)})")
     if out_dir is not None:
         out_dir = os.path.abspath(out_dir)
     print(f"flowrt demo: 1 parameter server and {workers} workers over {protocol}; "

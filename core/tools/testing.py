@@ -20,54 +20,64 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import keyword
+import os
 import re
+import subprocess
 import sys
+import tempfile
 import threading
 import types
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, NoReturn, Sequence
+import zlib
+from importlib.metadata import entry_points
+from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
+import pluggy
+
+import flowrt as tf
 
 from ..base import dtypes as _dt
 from ..base import errors
-from ..plugin.device import Device, DeviceType
 from ..base.device_spec import canonical_device, canonical_type
-from ..plugin.hookspecs import hookimpl
-from ..plugin.op_registry import AttrDef, KernelContext, KernelDef, KernelSet, OpDef
-from ..plugin.passes import GraphPass
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
-from ..plugin.transport import Transport
-from ..plugin.runtime import Runtime
+from ..distributed.server import Server
+from ..engine.executor import Executor, SessionState, StepContext
+from ..engine.ir import extract_step_graph
+from ..framework._namespace import NAMESPACES
 from ..framework.graph import Graph, apply_op
 from ..framework.session import Session
+from ..plugin import hookspecs
+from ..plugin.device import Device, DeviceType
+from ..plugin.hookspecs import hookimpl
+from ..plugin.op_registry import KernelContext, KernelDef, KernelSet, OpDef
+from ..plugin.passes import GraphPass
+from ..plugin.runtime import Runtime, default_runtime
+from ..plugin.transport import Transport, parse_target
+from ..proto.config_pb2 import ConfigProto
 from ..service.master import Master
 from ..service.worker import Worker
-from ..framework._namespace import NAMESPACES
-from ..engine.executor import SessionState
-from ..plugin.runtime import default_runtime
-from ..engine.executor import Executor, StepContext
-from ..engine.ir import extract_step_graph
-from importlib.metadata import entry_points
-import pluggy
-from ..plugin import hookspecs
-import socket
-from ..distributed.server import Server
-from ..proto.config_pb2 import ConfigProto
-import flowrt as tf
-import json
-import os
-import subprocess
-import tempfile
+from . import conformance_kernels as _ck
+from .conformance_kernels import HostDevice as _HostDevice
+from .conformance_kernels import build_node as _build_node
+from .conformance_kernels import device_for as _device_for
+from .conformance_kernels import trivial_attrs as _trivial_attrs
+from .conformance_device import device_graph
+from .conformance_report import Report
+from .conformance_report import exc_text as _exc
+from .conformance_report import fail as _fail
+from .conformance_report import same as _same
+from .conformance_transport import (check_channels, free_addresses, free_port, free_ports,
+                                    is_message_transport, listen_address, shared_memory_off)
 
 __all__ = ["Report", "check_device_type", "check_device", "check_transport",
            "check_kernel_set", "check_graph_pass", "check_plugin", "TRANSPORT_LIVE_CHECKS",
            "KERNEL_KINDS", "run_distributed_conformance", "check_cluster",
            "ClusterConformance", "TaskStarter", "CLUSTER_JOBS", "cluster_addresses",
-           "in_process_task_starter", "free_port", "free_ports", "ServerProcess",
-           "subprocess_task_starter", "start_server_processes"]
+           "in_process_task_starter", "free_port", "free_ports", "free_addresses",
+           "ServerProcess", "subprocess_task_starter", "start_server_processes"]
 
 #: The kernel kinds the executor knows (see :class:`~flowrt.op_registry.KernelDef`),
 #: with the number of arguments the compute callable takes before the node's inputs.
@@ -78,64 +88,6 @@ _TYPE_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]*$")
 _OP_NAME_RE = re.compile(r"^_?[A-Z][A-Za-z0-9_>]*$")
 _PASS_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-#: Preferred dtypes when a check must pick one of an attr's allowed types.
-_PREFERRED = (_dt.float32, _dt.float64, _dt.int32, _dt.int64, _dt.bool)
-
-
-# ---------------------------------------------------------------------------------------
-# reports and failures
-# ---------------------------------------------------------------------------------------
-@dataclass
-class Report:
-    """What one check verified.
-
-    :ivar subject: what was checked, e.g. ``"kernel set 'example'"``
-    :ivar checked: one line per property verified
-    :ivar skipped: one line per property that could not be verified here, with why
-    :ivar parts: reports of the pieces checked inside this one (a plugin's kernel sets,
-        a device type's devices)
-    """
-
-    subject: str
-    checked: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    parts: list["Report"] = field(default_factory=list)
-
-    def ok(self, what: str) -> None:
-        self.checked.append(what)
-
-    def skip(self, what: str, why: str) -> None:
-        self.skipped.append(f"{what}: {why}")
-
-    def walk(self) -> Iterable["Report"]:
-        """This report and every nested one, depth first."""
-        yield self
-        for p in self.parts:
-            yield from p.walk()
-
-    def as_dict(self) -> dict[str, Any]:
-        """A plain-data form (for JSON or assertions in tests)."""
-        return {"subject": self.subject, "checked": list(self.checked),
-                "skipped": list(self.skipped), "parts": [p.as_dict() for p in self.parts]}
-
-    def __str__(self) -> str:
-        lines: list[str] = []
-
-        def emit(r: Report, depth: int) -> None:
-            pad = "  " * depth
-            lines.append(f"{pad}{r.subject}: {len(r.checked)} checks passed"
-                         + (f", {len(r.skipped)} skipped" if r.skipped else ""))
-            for s in r.skipped:
-                lines.append(f"{pad}  skipped {s}")
-            for p in r.parts:
-                emit(p, depth + 1)
-
-        emit(self, 0)
-        return "\n".join(lines)
-
-
-def _fail(where: Sequence[str], message: str) -> NoReturn:
-    raise AssertionError("flowrt conformance: " + ": ".join([*where, message]))
 
 
 def _owner(obj: Any) -> str:
@@ -143,8 +95,10 @@ def _owner(obj: Any) -> str:
     return f" (plugin {p!r})" if p else ""
 
 
-def _exc(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}"
+def _rng(name: str) -> Any:
+    """A random generator of its own for each op: samples do not depend on what else
+    was checked before."""
+    return np.random.default_rng(zlib.crc32(name.encode()))
 
 
 def _bind_ok(fn: Callable[..., Any], nargs: int) -> bool | None:
@@ -160,21 +114,6 @@ def _bind_ok(fn: Callable[..., Any], nargs: int) -> bool | None:
     except TypeError:
         return False
     return True
-
-
-class _HostDevice(Device):
-    """A plain host device used as the copy source/target when no runtime CPU exists."""
-
-    xp = np
-
-    def __init__(self) -> None:
-        super().__init__("CPU", 0, description="flowrt.testing host device")
-
-    def to_host(self, value: Any) -> np.ndarray:
-        return value
-
-    def from_host(self, value: np.ndarray) -> Any:
-        return value
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,11 +132,6 @@ def _sample_arrays() -> list[np.ndarray]:
     base = np.arange(24, dtype=np.float32).reshape(4, 6)
     out.append(base[:, ::2].T)  # non-contiguous
     return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def _check_device(device: Any, where: list[str], host: Device | None = None) -> Report:
@@ -305,7 +239,37 @@ def check_device(device: Device, *, host: Device | None = None) -> Report:
     return _check_device(device, [], host)
 
 
-def _check_device_type(dt: Any, where: list[str], host: Device | None = None) -> Report:
+def _discover(dt: Any, where: list[str], config: Any, job: str, task: int) -> list[Any]:
+    """``dt.discover(config, job, task)``, checked: a list of unique devices of this
+    type named for the job and task, never an exception."""
+    try:
+        devs = dt.discover(config, job, task)
+    except Exception as e:
+        _fail(where, f"discover({'None' if config is None else 'config'}, {job!r}, {task}) "
+                     f"raised {_exc(e)}; discovery must return [] and set "
+                     "unavailable_reason instead of raising")
+    if not isinstance(devs, (list, tuple)):
+        _fail(where, f"discover() returned {type(devs).__name__}, expected a list")
+    seen: set[str] = set()
+    for d in devs:
+        if not isinstance(d, Device):
+            _fail(where, f"discover() returned {type(d).__name__}, expected "
+                         "flowrt.device.Device objects")
+        if d.device_type != dt.name:
+            _fail(where, f"discover() returned device {d.name!r} of type {d.device_type!r}")
+        prefix = f"/job:{job}/replica:0/task:{task}/"
+        if not d.name.startswith(prefix):
+            _fail(where, f"discover(None, {job!r}, {task}) returned {d.name!r}: device "
+                         f"names must start with {prefix}")
+        if d.name in seen:
+            _fail(where, f"discover() returned two devices named {d.name!r}")
+        seen.add(d.name)
+    return list(devs)
+
+
+def _check_device_type(dt: Any, where: list[str], host: Device | None = None,
+                       runtime: Any = None, live: bool = True,
+                       timeout: float = 60.0) -> Report:
     """The checks of :func:`check_device_type`; ``where`` (the plugin, if any) starts
     every failure message. Returns the :class:`Report`; raises AssertionError."""
     name = getattr(dt, "name", dt)
@@ -325,96 +289,102 @@ def _check_device_type(dt: Any, where: list[str], host: Device | None = None) ->
     r.ok("priority and array_kernels")
     if not callable(dt.discover) or _bind_ok(dt.discover, 3) is False:
         _fail(where, "discover must be callable as discover(config, job, task)")
-    found: dict[tuple[str, int], list[Any]] = {}
-    for job, task in (("localhost", 0), ("worker", 3)):
-        try:
-            devs = dt.discover(None, job, task)
-        except Exception as e:
-            _fail(where, f"discover(None, {job!r}, {task}) raised {_exc(e)}; discovery must "
-                         "return [] and set unavailable_reason instead of raising")
-        if not isinstance(devs, (list, tuple)):
-            _fail(where, f"discover() returned {type(devs).__name__}, expected a list")
-        found[(job, task)] = list(devs)
-        seen: set[str] = set()
-        for d in devs:
-            if not isinstance(d, Device):
-                _fail(where, f"discover() returned {type(d).__name__}, expected "
-                             "flowrt.device.Device objects")
-            if d.device_type != dt.name:
-                _fail(where, f"discover() returned device {d.name!r} of type "
-                             f"{d.device_type!r}")
-            prefix = f"/job:{job}/replica:0/task:{task}/"
-            if not d.name.startswith(prefix):
-                _fail(where, f"discover(None, {job!r}, {task}) returned {d.name!r}: device "
-                             f"names must start with {prefix}")
-            if d.name in seen:
-                _fail(where, f"discover() returned two devices named {d.name!r}")
-            seen.add(d.name)
-    devs = found[("localhost", 0)]
+    _discover(dt, where, None, "worker", 3)
+    devs = _discover(dt, where, None, "localhost", 0)
     r.ok("discover(config, job, task) returns Devices of this type, named for the task")
     if not devs:
         reason = dt.unavailable_reason
         if not isinstance(reason, str) or not reason.strip():
             _fail(where, "discover() found no devices but unavailable_reason is not set: say "
                          "why (missing driver, library, or none requested)")
-        r.skip("device checks", f"no devices here ({reason})")
-        return r
+        devs = _discover(dt, where, ConfigProto(device_count={dt.name: 1}), "localhost", 0)
+        if not devs:
+            r.skip("device checks", f"no devices here ({reason})")
+            return r
+        r.ok("discover() makes the devices asked for with config.device_count")
     for d in devs:
         r.parts.append(_check_device(d, where, host))
+    if not live:
+        r.skip("live checks", "live=False")
+        return r
+    if runtime is not None:
+        rt = runtime
+        if rt.device_types.get(dt.name) is None:
+            r.skip("live checks", f"the runtime has no device type {dt.name!r}")
+            return r
+    else:
+        rt = default_runtime()
+        if rt.device_types.get(dt.name) is not dt:
+            rt = _adopting_runtime(dt, "flowrt_device_types", "name", "device_types", where)
+    with shared_memory_off():
+        r.ok(_with_timeout(lambda: device_graph(rt, dt.name, where), timeout, where,
+                           "the graph on the device"))
+    if dt.name != "CPU":
+        pairs = [(k, rt.kernels.get((op, "CPU")) or rt.kernels.get((op, "*")))
+                 for (op, t), k in sorted(rt.kernels.items()) if t == dt.name]
+        n = _compare_kernels(pairs, where, rt, rt.op_defs.get, {}, {}, r)
+        r.ok(f"{n} kernels registered for {dt.name} compute what the CPU kernels of their "
+             "ops compute (every attr variant on random inputs)")
     return r
 
 
-def check_device_type(device_type: DeviceType, *, host: Device | None = None) -> Report:
-    """Check a :class:`~flowrt.device.DeviceType` and every device it discovers here.
+def check_device_type(device_type: DeviceType, *, host: Device | None = None,
+                      runtime: Any = None, live: bool = True,
+                      timeout: float = 60.0) -> Report:
+    """Check a :class:`~flowrt.device.DeviceType`, every device it discovers here, and
+    run it.
 
     Verifies the canonical name, priority and ``array_kernels`` types; that
     ``discover(config, job, task)`` never raises, returns devices of this type named for
     the given job and task with unique names; that an empty result comes with an
-    ``unavailable_reason``; and runs :func:`check_device` on each device found.
+    ``unavailable_reason`` (a type whose devices exist only when asked for is then
+    asked for one with ``config.device_count``); and runs :func:`check_device` on each
+    device found. Live (``live=True``), in a runtime holding the type:
+
+    - a graph placed on the device (a fed placeholder, a constant, the device's
+      ``AddV2``, ``Mul``, ``Neg`` and ``Identity`` kernels where it has them) computes
+      the right values, fetched in process, copied to a CPU, and fetched from another
+      task of a two-task cluster;
+    - every kernel registered for the type computes what the CPU kernel of its op
+      computes, on random inputs of every attr variant (ops of any plugin).
 
     :param device_type: the object a ``flowrt_device_types`` hook returns
     :param host: a CPU device to copy from in :func:`check_device`
+    :param runtime: the runtime holding the type and its kernels (default: the default
+        runtime when it holds this object, else one of the built-ins plus this type)
+    :param live: run the graph and the kernels
+    :param timeout: seconds the graph may take
     :returns: a :class:`Report` (devices under ``parts``)
     :raises AssertionError: naming the device type (and plugin) at fault
     """
-    return _check_device_type(device_type, [], host)
+    return _check_device_type(device_type, [], host, runtime, live, timeout)
+
+
+def _adopting_runtime(obj: Any, hook: str, key: str, registry: str,
+                      where: list[str]) -> Any:
+    """A runtime with the built-in plugins in which ``obj`` (a transport or a device
+    type) owns its name: the plugin that had the name is blocked. ``obj`` keeps its
+    ``plugin`` attribute."""
+    name = getattr(obj, key)
+    owner = getattr(obj, "plugin", None)
+    if owner is None:
+        owner = getattr(getattr(Runtime(autoload=False), registry).get(name), "plugin", None)
+    plugin = types.SimpleNamespace(**{hook: hookimpl(lambda: [obj])})
+    rt = Runtime(autoload=False, block=[owner] if owner else [],
+                 plugins={"flowrt.testing": plugin})
+    saved = getattr(obj, "plugin", None)
+    try:
+        got = getattr(rt, registry).get(name)
+    finally:
+        obj.plugin = saved
+    if got is not obj:
+        _fail(where, f"could not build a runtime in which this object owns {name!r}")
+    return rt
 
 
 # ---------------------------------------------------------------------------------------
 # transports
 # ---------------------------------------------------------------------------------------
-class _TransportPlugin:
-    """A plugin object that contributes one transport (used to build a test runtime)."""
-
-    def __init__(self, transport: Transport):
-        self._t = transport
-
-    @hookimpl
-    def flowrt_transports(self) -> list[Transport]:
-        return [self._t]
-
-
-def _runtime_for_transport(transport: Transport, where: list[str]) -> Any:
-    """A runtime with the built-in plugins in which ``transport`` owns its scheme."""
-
-    owner = getattr(transport, "plugin", None)
-    if owner is None:
-        probe = Runtime(autoload=False)
-        other = probe.transports.get(transport.scheme)
-        owner = getattr(other, "plugin", None)
-    plugin = _TransportPlugin(transport)
-    rt = Runtime(autoload=False, block=[owner] if owner else [],
-                 plugins={"flowrt.testing": plugin})
-    saved = getattr(transport, "plugin", None)
-    try:
-        got = rt.transports.get(transport.scheme)
-    finally:
-        transport.plugin = saved  # type: ignore[attr-defined]
-    if got is not transport:
-        _fail(where, "could not build a runtime in which this transport serves its scheme")
-    return rt
-
-
 def _small_graph(rt: Any, tag: str) -> tuple[Any, dict[str, Any]]:
 
     g = Graph(runtime=rt)
@@ -477,12 +447,12 @@ def _live_named_target(transport: Transport, rt: Any, where: list[str]) -> str:
 def _live_served(transport: Transport, rt: Any, where: list[str]) -> str:
     """Serve a master and worker with ``start_server`` and run sessions against it.
 
-    Network transports bind ``127.0.0.1:0`` and report the port they got in
-    ``server.address``; in-process ones get a unique name.
+    ``host:port`` transports bind ``127.0.0.1:0`` and report the port they got in
+    ``server.address``; others get a free address (``listen_address``).
     """
 
     scheme = transport.scheme
-    address = f"conformance-{uuid.uuid4().hex[:8]}" if scheme == "inproc" else "127.0.0.1:0"
+    address = listen_address(transport)
     worker = Worker(rt, "localhost", 0, None)
     master = Master(rt, worker)
     try:
@@ -529,7 +499,8 @@ def _with_timeout(fn: Callable[[], str], timeout: float, where: list[str], what:
     return box["result"]
 
 
-def _check_transport(t: Any, where: list[str], live: bool, timeout: float) -> Report:
+def _check_transport(t: Any, where: list[str], live: bool, timeout: float,
+                     cluster: bool = True) -> Report:
     """The checks of :func:`check_transport`; ``where`` (the plugin, if any) starts
     every failure message. Returns the :class:`Report`; raises AssertionError."""
     scheme = getattr(t, "scheme", None)
@@ -554,122 +525,60 @@ def _check_transport(t: Any, where: list[str], live: bool, timeout: float) -> Re
     # transport goes back to the runtime that owned it afterwards
     owner_rt = getattr(t, "runtime", None)
     try:
-        rt = _runtime_for_transport(t, where)
-        need = ("Placeholder", "Identity", "Const", "VariableV2", "Assign")
-        missing = [o for o in need if o not in rt.op_defs]
-        if missing:
-            r.skip("live checks", f"the runtime has no kernel set defining {missing}")
-            return r
-        for fn in TRANSPORT_LIVE_CHECKS.get(scheme, [_live_served]):
-            r.ok(_with_timeout(lambda fn=fn: fn(t, rt, where), timeout, where, fn.__name__))
+        with shared_memory_off():
+            if is_message_transport(t):
+                _with_timeout(lambda: check_channels(t, where, r) or "", timeout, where,
+                              "the channel checks")
+            else:
+                r.skip("channel checks", "not a message transport (no serve/connect): its "
+                                         "clients are objects")
+            rt = _adopting_runtime(t, "flowrt_transports", "scheme", "transports", where)
+            need = ("Placeholder", "Identity", "Const", "VariableV2", "Assign")
+            missing = [o for o in need if o not in rt.op_defs]
+            if missing:
+                r.skip("live checks", f"the runtime has no kernel set defining {missing}")
+                return r
+            for fn in TRANSPORT_LIVE_CHECKS.get(scheme, [_live_served]):
+                r.ok(_with_timeout(lambda fn=fn: fn(t, rt, where), timeout, where,
+                                   fn.__name__))
+            if cluster:
+                r.parts.append(check_cluster(scheme, timeout=timeout, runtime=rt))
+            else:
+                r.skip("cluster suite", "cluster=False")
     finally:
         t.runtime = owner_rt  # type: ignore[attr-defined]
     return r
 
 
-def check_transport(transport: Transport, *, live: bool = True,
-                    timeout: float = 60.0) -> Report:
+def check_transport(transport: Transport, *, live: bool = True, timeout: float = 60.0,
+                    cluster: bool = True) -> Report:
     """Check a :class:`~flowrt.transport.Transport`.
 
     Static checks: the scheme is a non-empty lower-case URL scheme; ``start_server``,
-    ``master_client`` and ``worker_client`` are implemented. Live checks (``live=True``)
-    build a runtime with the built-in plugins in which this transport owns its scheme,
-    then run a small graph (a fed placeholder, an int64 constant, an unfed placeholder
-    whose ``InvalidArgumentError`` must cross the transport, and a variable assigned in
-    one session and read in a second one) through ``flowrt.Session``:
-
-    - ``inproc``: on ``inproc://conformance`` and on a server from ``start_server``;
-    - any other scheme: on a server started with ``start_server("127.0.0.1:0", ...)``,
-      at the ``address`` the server reports.
-
-    :data:`TRANSPORT_LIVE_CHECKS` maps a scheme to its live checks.
+    ``master_client`` and ``worker_client`` are implemented. Live checks
+    (``live=True``) run with same-host shared memory off, so that every tensor crosses
+    the transport itself: a message transport's channel and server rules
+    (:func:`flowrt.tools.conformance_transport.check_channels`); then, in a runtime
+    with the built-in plugins in which this transport owns its scheme, a small graph (a
+    fed placeholder, an int64 constant, an unfed placeholder whose
+    ``InvalidArgumentError`` must cross the transport, a variable assigned in one
+    session and read in a second one) on a server from ``start_server`` at
+    :func:`listen_address` (:data:`TRANSPORT_LIVE_CHECKS` maps a scheme to its live
+    checks); and, with ``cluster``, :func:`check_cluster` over the transport.
 
     :param transport: the object a ``flowrt_transports`` hook returns
     :param live: also run the live checks
     :param timeout: seconds each live check may take
-    :returns: a :class:`Report`
-    :raises AssertionError: naming the scheme (and plugin) and what failed
+    :param cluster: run the distributed suite
+    :returns: a :class:`Report` (the cluster suite's under ``parts``)
+    :raises AssertionError: naming the scheme (and plugin) and the rule broken
     """
-    return _check_transport(transport, [], live, timeout)
+    return _check_transport(transport, [], live, timeout, cluster)
 
 
 # ---------------------------------------------------------------------------------------
 # kernel sets
 # ---------------------------------------------------------------------------------------
-_PLACEHOLDER = OpDef("Placeholder", outputs=["output: dtype"],
-                     attrs=["dtype: type", "shape: shape = ?"],
-                     shape_fn=lambda op: [op.node_attrs["shape"]])
-
-
-def _pick_type(adef: AttrDef) -> _dt.DType:
-    if adef.has_default and isinstance(adef.default, _dt.DType):
-        return adef.default
-    allowed = adef.allowed
-    if not allowed:
-        return _dt.float32
-    for d in _PREFERRED:
-        if d in allowed:
-            return d
-    return allowed[0]
-
-
-def _trivial_attrs(d: OpDef) -> tuple[dict[str, Any] | None, str]:
-    """Attr values for a node of ``d`` (None and why when none are obvious)."""
-    attrs: dict[str, Any] = {}
-    number_attrs = {a.number_attr for a in d.inputs + d.outputs if a.number_attr}
-    for name, a in d.attrs.items():
-        if a.kind == "type":
-            attrs[name] = _pick_type(a)
-        elif a.has_default:
-            attrs[name] = a.default
-        elif a.kind == "list(type)":
-            n = max(a.minimum or 0, 1)
-            attrs[name] = [_pick_type(AttrDef(name, "type", allowed=a.allowed))] * n
-        elif a.kind == "int" and name in number_attrs:
-            attrs[name] = max(a.minimum or 0, 1)  # a list of at least one tensor
-        elif a.kind == "int" and a.minimum is not None:
-            attrs[name] = a.minimum
-        elif a.kind == "shape":
-            attrs[name] = unknown_shape()
-        elif a.kind == "tensor":
-            attrs[name] = None  # filled from the dtype below
-        elif a.kind == "string" and a.allowed:
-            attrs[name] = a.allowed[0]
-        else:
-            return None, f"attr {name!r} ({a.kind}) has no default"
-    for name, a in d.attrs.items():
-        if a.kind == "tensor" and attrs.get(name) is None:
-            t = next((attrs[x] for x, b in d.attrs.items() if b.kind == "type"), _dt.float32)
-            attrs[name] = np.zeros((), dtype=t.np if t.is_numpy_compatible else np.float32)
-    return attrs, ""
-
-
-def _arg_dtypes(arg: Any, attrs: dict[str, Any]) -> list[_dt.DType]:
-    if arg.type_list_attr is not None:
-        ts = [_dt.as_dtype(x) for x in attrs[arg.type_list_attr]]
-    else:
-        t = arg.dtype if arg.dtype is not None else _dt.as_dtype(attrs[arg.type_attr])
-        ts = [t] * (int(attrs[arg.number_attr]) if arg.number_attr else 1)
-    return [t._as_ref if arg.is_ref else t for t in ts]
-
-
-def _build_node(d: OpDef, attrs: dict[str, Any], shape: TensorShape, rt: Any) -> Any:
-    """A graph Operation of ``d`` fed by placeholders of ``shape``."""
-
-    g = Graph(runtime=rt)
-    inputs = []
-    i = 0
-    for arg in d.inputs:
-        for t in _arg_dtypes(arg, attrs):
-            p = g.create_op("Placeholder", [], [t], name=f"input_{i}",
-                            attrs={"dtype": t.base_dtype, "shape": shape},
-                            op_def=_PLACEHOLDER)
-            inputs.append(p.outputs[0])
-            i += 1
-    return g.create_op(d.name, inputs, name="node", attrs=dict(attrs), op_def=d,
-                       compute_shapes=False)
-
-
 def _check_shapes_result(res: Any, op: Any, where: list[str], what: str) -> None:
     n = len(op.outputs)
     if not isinstance(res, (list, tuple)):
@@ -753,24 +662,8 @@ def _api_reachable(name: str) -> str | None:
     return None
 
 
-def _device_for(rt: Any, device_type: str, cache: dict[str, Any]) -> Any:
-    if device_type in cache:
-        return cache[device_type]
-    dev = None
-    dt = rt.device_types.get(device_type) if rt is not None else None
-    if dt is not None:
-        try:
-            devs = dt.discover(None, "localhost", 0)
-            dev = devs[0] if devs else None
-        except Exception:
-            dev = None
-    if dev is None and device_type == "CPU":
-        dev = _HostDevice()
-    cache[device_type] = dev
-    return dev
-
-
-def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
+def _check_kernel_set(ks: Any, where: list[str], runtime: Any,
+                      exempt: dict[str, str] | None = None) -> Report:
     """The checks of :func:`check_kernel_set`; ``where`` (the plugin, if any) starts
     every failure message. Returns the :class:`Report`; raises AssertionError."""
 
@@ -781,10 +674,7 @@ def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
         _fail(where, f"expected a flowrt.op_registry.KernelSet, got {type(ks).__name__}")
     if not isinstance(ks.name, str) or not ks.name:
         _fail(where, "the kernel set needs a non-empty name")
-    rt = runtime
-    if rt is None:
-
-        rt = default_runtime()
+    rt = runtime if runtime is not None else default_runtime()
     known_ops: dict[str, Any] = dict(rt.op_defs)
     known_kernels: dict[tuple[str, str], Any] = dict(rt.kernels)
     known_api: dict[str, Any] = dict(rt.api)
@@ -910,11 +800,17 @@ def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
     compiled = 0
     for k in ks.kernels:
         w = [*where, f"kernel for op {k.op!r} on {k.device_type!r}"]
+        if k.op not in nodes and k.op not in ks.ops:  # an op another plugin defines
+            attrs, _ = _trivial_attrs(op_def(k.op))
+            try:
+                nodes[k.op] = _build_node(op_def(k.op), attrs, unknown_shape(), rt) \
+                    if attrs is not None else None
+            except Exception:  # noqa: BLE001 - the op's own plugin is checked for that
+                nodes[k.op] = None
         node = nodes.get(k.op)
         if node is None:
-            if k.op in ks.ops:
-                continue  # already reported as skipped
-            r.skip(f"kernel for {k.op!r}", "its op is defined by another plugin")
+            if k.op not in ks.ops:
+                r.skip(f"kernel for {k.op!r}", "no trivially constructible node of its op")
             continue
         dtype = "CPU" if k.device_type == "*" else k.device_type
         dev = _device_for(rt, dtype, cache)
@@ -940,11 +836,105 @@ def _check_kernel_set(ks: Any, where: list[str], runtime: Any) -> Report:
                      f"({k.kind} kernel of a node with {len(node.inputs)} inputs)")
         compiled += 1
     r.ok(f"{compiled} kernel factories return callables taking the node's inputs")
+    _run_kernel_set(ks, where, rt, op_def, cache, dict(exempt or {}), r)
     return r
 
 
-def check_kernel_set(kernel_set: KernelSet, runtime: Any = None) -> Report:
-    """Check a :class:`~flowrt.op_registry.KernelSet`.
+_RUNNABLE = ("plain", "const", "switch")
+
+
+def _compare_kernels(pairs: list[tuple[Any, Any]], where: list[str], rt: Any,
+                     op_def: Callable[[str], Any], cache: dict[str, Any],
+                     pre: dict[str, str], r: Report) -> int:
+    """Compare each device kernel with its CPU reference (``(kernel, reference)``
+    pairs); the number compared. Kernels without a device here, a reference, or a
+    sample both compute are listed as skipped."""
+    cpu = _device_for(rt, "CPU", cache)
+    compared, absent = 0, {}
+    for k, ref in pairs:
+        if k.op in pre or ref is None or ref is k or op_def(k.op) is None:
+            continue
+        what = f"kernel for {k.op!r} on {k.device_type}"
+        dev = _device_for(rt, k.device_type, cache)
+        if dev is None:
+            absent[k.device_type] = absent.get(k.device_type, 0) + 1
+        elif k.kind not in _RUNNABLE or ref.kind not in _RUNNABLE:
+            r.skip(what, f"a {k.kind} kernel needs a step")
+        else:
+            w = [*where, f"kernel for op {k.op!r} on {k.device_type!r}"]
+            n, why = _ck.compare_with_cpu(op_def(k.op), k, ref, dev, cpu, rt, w, _rng(k.op))
+            if n:
+                compared += 1
+            else:
+                r.skip(what, why)
+    for t, n in sorted(absent.items()):
+        r.skip(f"{n} kernels on {t}", f"no {t} device here to compare with the CPU")
+    return compared
+
+
+def _cpu_kernel(ks: Any, rt: Any, op: str) -> Any:
+    """The kernel that computes ``op`` on a CPU: the kernel set's own, else the
+    runtime's."""
+    own = {k.device_type: k for k in ks.kernels if k.op == op}
+    return own.get("CPU") or own.get("*") or rt.kernels.get((op, "CPU")) or \
+        rt.kernels.get((op, "*"))
+
+
+def _run_kernel_set(ks: Any, where: list[str], rt: Any, op_def: Callable[[str], Any],
+                    cache: dict[str, Any], pre: dict[str, str], r: Report) -> None:
+    """Run what the kernel set declares: its ops' CPU kernels on sample inputs, its
+    device kernels against the CPU kernels of their ops, its gradients against central
+    differences (:mod:`flowrt.tools.conformance_kernels`)."""
+    cpu = _device_for(rt, "CPU", cache)
+    for op in sorted(pre):
+        if op in ks.ops or any(k.op == op for k in ks.kernels) or op in ks.gradients:
+            r.skip(f"running op {op!r}", f"exempt: {pre[op]}")
+    ran, unrun = 0, 0
+    for key, d in ks.ops.items():
+        k = _cpu_kernel(ks, rt, key)
+        if key in pre:
+            continue
+        if d.is_stateful or k is None or k.kind not in _RUNNABLE:
+            unrun += 1
+            continue
+        w = [*where, f"kernel for op {key!r} on {k.device_type!r}"]
+        n, why, _ = _ck.check_compute(d, k, cpu, rt, w, _rng(key))
+        if n:
+            ran += 1
+        else:
+            r.skip(f"running the kernel of {key!r}", why)
+    if unrun:
+        r.skip(f"running {unrun} ops", "stateful, or without a CPU kernel of kind "
+                                       f"{'/'.join(_RUNNABLE)}")
+    r.ok(f"{ran} kernels run on sample inputs give the OpDef's output dtypes and the "
+         "shape functions' static shapes")
+
+    pairs = [(k, rt.kernels.get((k.op, "*")) if k.device_type == "CPU" else
+              _cpu_kernel(ks, rt, k.op)) for k in ks.kernels if k.device_type != "*"]
+    n = _compare_kernels(pairs, where, rt, op_def, cache, pre, r)
+    r.ok(f"{n} device kernels compute what the CPU kernel of their op computes "
+         "(every attr variant on random inputs)")
+
+    checked = 0
+    for op, fn in ks.gradients.items():
+        d, k = op_def(op), _cpu_kernel(ks, rt, op)
+        if fn is None or op in pre:
+            continue
+        if d is None or d.is_stateful or k is None or k.kind not in _RUNNABLE:
+            r.skip(f"gradient of {op!r}", "no CPU kernel of the op to differentiate")
+            continue
+        why = _ck.check_gradient(d, fn, k, cpu, rt, [*where, f"gradient of op {op!r}"],
+                                 _rng(op))
+        if why is None:
+            checked += 1
+        else:
+            r.skip(f"gradient of {op!r}", why)
+    r.ok(f"{checked} gradients agree with central differences of the CPU kernel")
+
+
+def check_kernel_set(kernel_set: KernelSet, runtime: Any = None, *,
+                     exempt: dict[str, str] | None = None) -> Report:
+    """Check a :class:`~flowrt.op_registry.KernelSet`, statically and by running it.
 
     - every op definition is well formed (CamelCase name, arguments refer to declared
       attrs, defaults are allowed values) and no other plugin of ``runtime`` defines it;
@@ -958,19 +948,31 @@ def check_kernel_set(kernel_set: KernelSet, runtime: Any = None) -> Report:
       (no error allowed) and with ``[?, ?]`` shapes (``ValueError`` allowed), returning
       one shape per output;
     - kernel factories, compiled once on a CPU device (or a device of the kernel's
-      type, where ``runtime`` has one) for a trivially constructible node, return a
-      callable that accepts the node's inputs.
+      type) for a trivially constructible node, return a callable that accepts the
+      node's inputs, for the set's ops and for ops other plugins define;
+    - then runs them (:mod:`flowrt.tools.conformance_kernels`): the CPU kernel of each
+      op of the set on sample inputs (several shapes, random values, every usual dtype
+      of each type attr, each bool attr flipped) returns arrays of the OpDef's dtypes
+      and of the shape function's static shapes; each kernel for another device type
+      (for the set's ops or another plugin's) computes what the CPU kernel of its op
+      computes, where ``runtime`` has such a device; each gradient function agrees
+      with central differences of the op's CPU kernel.
 
-    Ops whose required attrs have no obvious value (no default, not a type) are listed
-    as skipped in the report.
+    Ops whose required attrs have no obvious value, kernels no sample fits and
+    gradients that cannot be evaluated are listed as skipped in the report, with why.
 
     :param kernel_set: the object a ``flowrt_kernel_sets`` hook returns
     :param runtime: the runtime that resolves ops, kernels and API names defined
         elsewhere and provides devices (default: :func:`flowrt.default_runtime`)
+    :param exempt: ``{op: why}`` for ops the kit must not run on random samples: a
+        precondition on their inputs that random values break (``{"ClipByValue":
+        "clip_value_min <= clip_value_max"}``), a gradient that is not the derivative
+        (a straight-through estimator); the report lists them as skipped, with why
     :returns: a :class:`Report`
-    :raises AssertionError: naming the kernel set and the op, kernel or name at fault
+    :raises AssertionError: naming the kernel set, the op, kernel or name at fault, and
+        the rule it broke
     """
-    return _check_kernel_set(kernel_set, [], runtime)
+    return _check_kernel_set(kernel_set, [], runtime, exempt)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1085,8 +1087,28 @@ def _resolve_plugin(module_or_name: Any) -> tuple[str, Any]:
                                               f"group nor an importable module: {_exc(e)}")
 
 
+def _plugin_runtime(pname: str, obj: Any, where: list[str]) -> Any:
+    """A runtime holding the plugin: the default one when it has ``obj`` registered,
+    else a new one with the installed plugins and ``obj`` under ``pname``."""
+    rt = default_runtime()
+    if rt.pm.get_name(obj) is not None:
+        return rt
+    try:
+        rt = Runtime(plugins={pname: obj})
+        for registry in ("device_types", "transports", "op_defs"):
+            getattr(rt, registry)
+    except Exception as e:
+        _fail(where, f"could not build a runtime holding the plugin ({_exc(e)}): pass "
+                     "runtime= with one that does")
+    if rt.plugins[pname].status != "loaded":
+        _fail(where, f"could not register the plugin in a runtime: "
+                     f"{rt.plugins[pname].error}")
+    return rt
+
+
 def check_plugin(module_or_name: Any, runtime: Any = None, *, live: bool = True,
-                 timeout: float = 60.0) -> Report:
+                 timeout: float = 60.0, exempt: dict[str, str] | None = None
+                 ) -> Report:
     """Check a whole plugin: its hooks, then everything they return.
 
     The hook functions must be marked with ``@flowrt.hookimpl``, be named after a hook
@@ -1098,15 +1120,15 @@ def check_plugin(module_or_name: Any, runtime: Any = None, *, live: bool = True,
 
     :param module_or_name: the plugin module or object, its entry-point name in the
         ``flowrt`` group, or an importable module name
-    :param runtime: the runtime for kernel-set and graph-pass checks (default: the
-        default runtime)
-    :param live: run the transports' live checks
-    :param timeout: seconds each live transport check may take
+    :param runtime: the runtime holding the plugin, for the live device checks and the
+        kernel-set and graph-pass checks (default: the default runtime when the plugin
+        is registered there, else one with the installed plugins and this one)
+    :param live: run the live checks of device types and transports
+    :param timeout: seconds each live check may take
+    :param exempt: for :func:`check_kernel_set`
     :returns: a :class:`Report` whose ``parts`` are the per-object reports
     :raises AssertionError: naming the plugin and the object at fault
     """
-
-
     pname, obj = _resolve_plugin(module_or_name)
     where = [f"plugin {pname!r}"]
     r = Report(f"plugin {pname!r}")
@@ -1150,19 +1172,20 @@ def check_plugin(module_or_name: Any, runtime: Any = None, *, live: bool = True,
 
     dts = results.get("flowrt_device_types", [])
     unique(dts, "name", "device types")
-    for dt in dts:
-        r.parts.append(_check_device_type(dt, where))
     ts = results.get("flowrt_transports", [])
     unique(ts, "scheme", "transports")
-    for t in ts:
-        r.parts.append(_check_transport(t, where, live, timeout))
-    kss = results.get("flowrt_kernel_sets", [])
-    for ks in kss:
-        r.parts.append(_check_kernel_set(ks, where, runtime))
     passes = results.get("flowrt_graph_passes", [])
     unique(passes, "name", "graph passes")
+    rt = runtime if runtime is not None else _plugin_runtime(pname, obj, where)
+    for dt in dts:
+        r.parts.append(_check_device_type(dt, where, runtime=rt, live=live,
+                                          timeout=timeout))
+    for t in ts:
+        r.parts.append(_check_transport(t, where, live, timeout))
+    for ks in results.get("flowrt_kernel_sets", []):
+        r.parts.append(_check_kernel_set(ks, where, rt, exempt))
     for p in passes:
-        r.parts.append(_check_graph_pass(p, where, runtime))
+        r.parts.append(_check_graph_pass(p, where, rt))
     return r
 
 
@@ -1181,43 +1204,31 @@ CLUSTER_JOBS: dict[str, int] = {"ps": 1, "worker": 2}
 _PS, _W0, _W1 = "/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"
 
 
-def free_ports(k: int, host: str = "127.0.0.1") -> list[int]:
-    """``k`` distinct TCP ports that were free on ``host`` a moment ago (all bound to
-    port 0 at once, then closed)."""
+def cluster_addresses(protocol: str, jobs: dict[str, int] | None = None,
+                      runtime: Any = None) -> dict[str, list[str]]:
+    """A cluster dict for ``protocol``: unique names for ``inproc``, the transport's
+    own ``free_addresses(k)`` where it has one (socket paths ...), else free
+    ``127.0.0.1`` ports.
 
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(k)]
-    try:
-        for s in socks:
-            s.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago (bind to port 0, then close)."""
-    return free_ports(1, host)[0]
-
-
-def cluster_addresses(protocol: str, jobs: dict[str, int] | None = None
-                      ) -> dict[str, list[str]]:
-    """A cluster dict for ``protocol``: free ``127.0.0.1`` ports for network
-    transports, unique names for ``inproc``."""
+    :param runtime: the runtime whose transport serves ``protocol`` (default: the
+        default runtime)"""
     tag = uuid.uuid4().hex[:8]
     jobs = jobs or CLUSTER_JOBS
-    ports = iter(free_ports(sum(jobs.values())) if protocol != "inproc" else ())
-    return {job: [f"{job}{i}-{tag}" if protocol == "inproc" else f"127.0.0.1:{next(ports)}"
-                  for i in range(n)] for job, n in jobs.items()}
+    if protocol == "inproc":
+        return {job: [f"{job}{i}-{tag}" for i in range(n)] for job, n in jobs.items()}
+    t = (runtime or default_runtime()).transports.get(protocol)
+    addrs = iter(free_addresses(t, sum(jobs.values())) if t is not None else
+                 [f"127.0.0.1:{p}" for p in free_ports(sum(jobs.values()))])
+    return {job: [next(addrs) for _ in range(n)] for job, n in jobs.items()}
 
 
-def in_process_task_starter(protocol: str) -> TaskStarter:
+def in_process_task_starter(protocol: str, runtime: Any = None) -> TaskStarter:
     """A :data:`TaskStarter` running each task as a ``flowrt.train.Server`` in this
-    process (the only choice for ``inproc``; real sockets for ``grpc`` and ``zmq``)."""
+    process (the only choice for ``inproc``; real sockets for ``grpc`` and ``zmq``),
+    with ``runtime``'s transport (default: the default runtime's)."""
 
     def start(cluster: dict[str, list[str]], job: str, task: int) -> Callable[[], None]:
-
-        return Server(cluster, job, task, protocol=protocol).stop
+        return Server(cluster, job, task, protocol=protocol, runtime=runtime).stop
 
     return start
 
@@ -1236,6 +1247,8 @@ class ClusterConformance:
     :param cluster: the cluster's ``{job: [address, ...]}``
     :param op_timeout_ms: ``operation_timeout_in_ms`` of every session, so that a broken
         runtime fails a check instead of hanging it
+    :param runtime: the runtime whose transport the sessions use (default: the default
+        runtime)
     """
 
     #: the check methods, in the order :meth:`run_all` runs them
@@ -1244,15 +1257,34 @@ class ClusterConformance:
               "cond_across_tasks", "remote_errors", "traced_step", "concurrent_steps")
 
     def __init__(self, protocol: str, cluster: dict[str, list[str]],
-                 op_timeout_ms: int = 60000):
+                 op_timeout_ms: int = 60000, runtime: Any = None):
         self.protocol = protocol
         self.cluster = cluster
         self.op_timeout_ms = op_timeout_ms
+        self.runtime = runtime
 
     # -- helpers ------------------------------------------------------------------------
     def target(self, job: str = "worker", task: int = 0) -> str:
         """The session target of one task."""
         return f"{self.protocol}://{self.cluster[job][task]}"
+
+    def graph(self) -> Any:
+        """A new graph of the suite's runtime."""
+        return tf.Graph() if self.runtime is None else Graph(runtime=self.runtime)
+
+    def reset(self, containers: list[str]) -> None:
+        """``Session.reset`` of worker 0's master, through the suite's runtime."""
+        if self.runtime is None:
+            tf.Session.reset(self.target(), containers)
+            return
+        scheme, addr = parse_target(self.target())
+        client = self.runtime.transport(scheme).master_client(addr)
+        try:
+            client.reset(containers)
+        finally:
+            close = getattr(client, "close", None)
+            if callable(close) and scheme != "inproc":
+                close()
 
     def config(self, **kw: Any) -> Any:
 
@@ -1292,7 +1324,7 @@ class ClusterConformance:
     def cross_task_step(self) -> str:
         """A step over three tasks: a feed consumed on the ps, fetches from every task."""
 
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             with tf.device(_PS):
                 x = tf.placeholder(tf.float32, [None, 3], name="x")
@@ -1318,7 +1350,7 @@ class ClusterConformance:
         name = f"between_{uuid.uuid4().hex[:8]}"
 
         def build() -> tuple[Any, Any, Any, Any]:
-            g = tf.Graph()
+            g = self.graph()
             with g.as_default():
                 with tf.device(_PS):
                     v = tf.get_variable(name, initializer=tf.constant([1.0, 2.0]))
@@ -1342,7 +1374,7 @@ class ClusterConformance:
         and leaves the others."""
 
         tag = uuid.uuid4().hex[:8]
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default(), tf.device(_PS):
             with tf.container(f"a_{tag}"):
                 va = tf.Variable(5.0, name="cv")
@@ -1353,7 +1385,7 @@ class ClusterConformance:
             self._same("containers", s.run([va, vb]), np.float32([5, 7]))
             s.run(va.assign(6.0))
             self._same("containers", s.run(vb), np.float32(7))
-        tf.Session.reset(self.target(), [f"a_{tag}"])
+        self.reset([f"a_{tag}"])
         with self.session(g, 1) as s:
             self._expect_error("Session.reset", tf.errors.FailedPreconditionError,
                                lambda: s.run(va), "cv")
@@ -1363,7 +1395,7 @@ class ClusterConformance:
     def device_filters(self) -> str:
         """``device_filters`` keeps a session's ops on the tasks it names."""
 
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             x = tf.placeholder(tf.float32, [2])
             y = tf.square(x) + 1.0
@@ -1385,7 +1417,7 @@ class ClusterConformance:
     def graph_extension(self) -> str:
         """Nodes added after the first run (on other tasks) run in the same session."""
 
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default(), tf.device(_PS):
             a = tf.constant(2.0)
         with self.session(g) as s:
@@ -1403,7 +1435,7 @@ class ClusterConformance:
     def dtypes(self) -> str:
         """string, bool, int64 and 0-size tensors cross tasks (and come back)."""
 
-        g = tf.Graph()
+        g = self.graph()
         sv = np.array([b"ab", b"", "\u00e9\u00e8".encode(), b"\x00\xff"], dtype=object)
         with g.as_default():
             with tf.device(_PS):
@@ -1431,7 +1463,7 @@ class ClusterConformance:
         """A 32 MiB tensor fed to the ps, moved to a worker and fetched."""
 
         n = 8 << 20  # float32: 32 MiB
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             with tf.device(_PS):
                 x = tf.placeholder(tf.float32, [n])
@@ -1449,7 +1481,7 @@ class ClusterConformance:
         """A cond whose branches sit on two tasks: the untaken side's dead tensors
         cross tasks."""
 
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             with tf.device(_W0):
                 pred = tf.placeholder(tf.bool, [])
@@ -1477,7 +1509,7 @@ class ClusterConformance:
         the session keeps working."""
 
         vname = f"uninit_{uuid.uuid4().hex[:8]}"
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             with tf.device(_PS):
                 x = tf.placeholder(tf.float32, [None])
@@ -1497,7 +1529,7 @@ class ClusterConformance:
     def traced_step(self) -> str:
         """A FULL_TRACE step's step_stats have a device of every task it used."""
 
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             with tf.device(_PS):
                 x = tf.placeholder(tf.float32, [2])
@@ -1525,7 +1557,7 @@ class ClusterConformance:
     def concurrent_steps(self, threads: int = 8, steps: int = 15) -> str:
         """Steps from several threads at once share one session and stay correct."""
 
-        g = tf.Graph()
+        g = self.graph()
         with g.as_default():
             with tf.device(_PS):
                 x = tf.placeholder(tf.float32, [4])
@@ -1565,7 +1597,8 @@ class ClusterConformance:
 
 
 def check_cluster(protocol: str, start_task: TaskStarter | None = None, *,
-                  checks: Sequence[str] | None = None, timeout: float = 300.0) -> Report:
+                  checks: Sequence[str] | None = None, timeout: float = 300.0,
+                  runtime: Any = None) -> Report:
     """Start a cluster of :data:`CLUSTER_JOBS` over ``protocol`` and run the
     distributed conformance checks of :class:`ClusterConformance` against it.
 
@@ -1582,11 +1615,13 @@ def check_cluster(protocol: str, start_task: TaskStarter | None = None, *,
         processes to test across processes
     :param checks: run only these checks (names from ``ClusterConformance.CHECKS``)
     :param timeout: seconds the whole run may take
+    :param runtime: the runtime whose transport serves ``protocol``, for the default
+        in-process tasks and the sessions (default: the default runtime)
     :returns: a :class:`Report`
     :raises AssertionError: naming the protocol and the check that failed
     """
-    cluster = cluster_addresses(protocol)
-    starter = start_task or in_process_task_starter(protocol)
+    cluster = cluster_addresses(protocol, runtime=runtime)
+    starter = start_task or in_process_task_starter(protocol, runtime)
     stops: list[Callable[[], None]] = []
     try:
         tasks = [(job, i) for job, addrs in cluster.items() for i in range(len(addrs))]
@@ -1608,7 +1643,7 @@ def check_cluster(protocol: str, start_task: TaskStarter | None = None, *,
         if len(stops) != len(tasks):
             _fail([f"cluster over {protocol!r}"], f"the tasks did not start within "
                                                   f"{timeout:g} s")
-        conf = ClusterConformance(protocol, cluster)
+        conf = ClusterConformance(protocol, cluster, runtime=runtime)
         names = list(checks or ClusterConformance.CHECKS)
 
         def run() -> str:

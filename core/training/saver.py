@@ -261,6 +261,16 @@ def _device_scope(device: str) -> Any:
     return get_default_graph().device(device) if device else contextlib.nullcontext()
 
 
+def _on_host(devices: Sequence[str]) -> Any:
+    """The CPU of the task (TF's ``set_cpu0``) when one of ``devices`` is no CPU: file
+    I/O runs there, and variables on other devices cross through their ``to_host`` /
+    ``from_host``. Otherwise the enclosing scope is kept (a variable on ``CPU:1`` is
+    saved there)."""
+    off = any(d and DeviceSpec.from_string(d).device_type not in (None, "CPU")
+              for d in devices)
+    return get_default_graph().device("/device:CPU:0") if off else contextlib.nullcontext()
+
+
 def _group(ops: Sequence[Any], name: str) -> Operation:
     g = get_default_graph()
     deps = [o.op if isinstance(o, Tensor) else o for o in ops]
@@ -282,16 +292,18 @@ class BaseSaverBuilder:
     def save_op(self, filename_tensor: Tensor, saveables: Sequence[SaveableObject]) -> Any:
         """One ``SaveV2`` writing every spec of ``saveables`` to ``filename_tensor``."""
         names, slices, tensors = [], [], []
+        host = _on_host([s.device for s in saveables])
         for s in saveables:
             for spec in s.specs:
                 names.append(spec.name)
                 slices.append(spec.slice_spec)
                 tensors.append(spec.tensor)
-        if self._write_version == 1:  # TF's V1 layout: one file, SavedTensorSlices
-            return apply_op("SaveSlices", name="save", filename=filename_tensor,
-                            tensor_names=names, shapes_and_slices=slices, data=tensors)
-        return apply_op("SaveV2", name="SaveV2", prefix=filename_tensor,
-                        tensor_names=names, shape_and_slices=slices, tensors=tensors)
+        with host:
+            if self._write_version == 1:  # TF's V1 layout: one file, SavedTensorSlices
+                return apply_op("SaveSlices", name="save", filename=filename_tensor,
+                                tensor_names=names, shapes_and_slices=slices, data=tensors)
+            return apply_op("SaveV2", name="SaveV2", prefix=filename_tensor,
+                            tensor_names=names, shape_and_slices=slices, tensors=tensors)
 
     def bulk_restore(self, filename_tensor: Tensor, saveables: Sequence[SaveableObject],
                      preferred_shard: int, restore_sequentially: bool) -> list[Tensor]:
@@ -306,7 +318,7 @@ class BaseSaverBuilder:
     def restore_op(self, filename_tensor: Tensor, saveable: SaveableObject,
                    preferred_shard: int) -> list[Tensor]:
         return _restore_v2(filename_tensor, [(sp.name, sp.slice_spec, sp.dtype)
-                                             for sp in saveable.specs])
+                                             for sp in saveable.specs], [saveable.device])
 
     def sharded_filename(self, filename_tensor: Tensor, shard: int,
                          num_shards: Tensor) -> Tensor:
@@ -339,13 +351,13 @@ class BaseSaverBuilder:
         last_device = ""
         for shard, (device, saveables) in enumerate(per_device):
             last_device = device
-            with _device_scope(device):
+            with _device_scope(device), _on_host([device]):
                 fname = self.sharded_filename(tmp_prefix, shard, num_shards_t)
                 prefixes.append(fname)
                 sharded_saves.append(self._AddSaveOps(fname, saveables))
         g = get_default_graph()
         with g.control_dependencies([t.op for t in sharded_saves]):
-            with _device_scope(last_device):
+            with _device_scope(last_device), _on_host([last_device]):
                 packed = api_function("stack")(prefixes, name="checkpoint_prefixes")
                 merge = apply_op("MergeV2Checkpoints", checkpoint_prefixes=packed,
                                  destination_prefix=checkpoint_prefix,
@@ -477,15 +489,16 @@ class BulkSaverBuilder(BaseSaverBuilder):
         specs = [(sp.name, sp.slice_spec, sp.dtype) for s in saveables for sp in s.specs]
         if not specs:
             return []
-        return _restore_v2(filename_tensor, specs)
+        return _restore_v2(filename_tensor, specs, [s.device for s in saveables])
 
 
-def _restore_v2(filename_tensor: Tensor, specs: Sequence[tuple[str, str, Any]]
-                ) -> list[Tensor]:
+def _restore_v2(filename_tensor: Tensor, specs: Sequence[tuple[str, str, Any]],
+                devices: Sequence[str]) -> list[Tensor]:
     names, slices, dts = zip(*specs)
-    out = apply_op("RestoreV2", name="RestoreV2", prefix=filename_tensor,
-                   tensor_names=list(names), shape_and_slices=list(slices),
-                   dtypes=[_dt.as_dtype(d).base_dtype for d in dts])
+    with _on_host(devices):
+        out = apply_op("RestoreV2", name="RestoreV2", prefix=filename_tensor,
+                       tensor_names=list(names), shape_and_slices=list(slices),
+                       dtypes=[_dt.as_dtype(d).base_dtype for d in dts])
     return list(out)
 
 

@@ -3,11 +3,14 @@
 ``ConfigProto(device_count={"CPU": n})`` gives ``n`` CPU devices in one process, so
 multi-device placement can be exercised without hardware.
 
+The threads numpy's BLAS and the intra-op pool use follow the process's share of the
+host (``flowrt.base.host_budget``): every core for a process alone, ``cores // n`` for
+each of ``n`` tasks of a cluster on one host, 1 for a client whose steps run on servers
+(BLAS threads spin between calls and would take the cores from the other processes).
 ``ConfigProto(intra_op_parallelism_threads=n)`` (n > 0), given to a server or to the
-worker that discovers the devices, sets the number of threads numpy's BLAS uses inside
-one op, for the whole process (as TF's intra-op pool is per process). Several busy tasks
-on one machine want 1: BLAS threads that spin between calls otherwise take the cores
-from the other processes.
+worker that discovers the devices, sets both to ``n`` instead, for the whole process (as
+TF's intra-op pool is per process). BLAS is controlled through threadpoolctl (any BLAS
+it knows: OpenBLAS, MKL, BLIS); without one, nothing is changed.
 
 Small matrix products (a GEMM under :data:`SMALL_GEMM_FLOPS` multiply-adds) run with
 BLAS on one thread whatever the setting (:meth:`CPUDevice.single_threaded_blas`): on a
@@ -25,19 +28,25 @@ next kernel.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import threading
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+try:
+    import threadpoolctl
+except ImportError:  # a dependency, but without it BLAS is only left as it is
+    threadpoolctl = None
+
+from flowrt.base import host_budget
 from flowrt.base.threads import DaemonPool
 from flowrt.device import Device, DeviceType
 from flowrt.hookspecs import hookimpl
 
 __all__ = ["CPUDevice", "flowrt_device_types", "set_blas_threads", "SMALL_GEMM_FLOPS",
-           "blas_single_threaded", "parallel_map", "intra_op_threads", "set_intra_op_threads"]
+           "blas_single_threaded", "parallel_map", "intra_op_threads", "set_intra_op_threads",
+           "blas_info"]
 
 #: GEMMs with fewer multiply-adds (m * k * n) than this run with BLAS on one thread
 SMALL_GEMM_FLOPS = 1 << 25  # the bound math_ops uses (see there)
@@ -64,14 +73,19 @@ class CPUDevice(Device):
         return src.to_host(value)
 
     def single_threaded_blas(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn`` run with numpy's BLAS on one thread (``fn`` itself when no OpenBLAS is
-        found). Kernels use it for small GEMMs."""
-        if _blas() is None:
+        """``fn`` run with numpy's BLAS on one thread (``fn`` itself when no BLAS is
+        found). Kernels use it for small GEMMs: a call costs two thread-count switches
+        (none while BLAS is on one thread anyway, as on a shared host)."""
+        if not _controllers():
             return fn
 
         def call(*args: Any) -> Any:
-            with blas_single_threaded():
+            opened = _enter_single()
+            try:
                 return fn(*args)
+            finally:
+                if opened:
+                    _exit_single()
 
         return call
 
@@ -96,93 +110,110 @@ def _host_memory() -> int:
         return 0
 
 
-_BLAS_SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
-                   "scipy_openblas_set_num_threads", "openblas_set_num_threads64_")
-
-
-_BLAS_GET_NAMES = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
-                   "scipy_openblas_get_num_threads", "openblas_get_num_threads64_")
-#: (set, get) of the OpenBLAS numpy loaded, once looked up (None: none found)
-_blas_fns: list[Any] = []
-#: the thread count BLAS runs with outside single-threaded calls
+#: the BLAS libraries' threadpoolctl controllers, once looked up (``[()]``: none found)
+_libs: list[tuple[Any, ...]] = []
+_libs_lock = threading.Lock()
+#: the thread count BLAS runs with outside single-threaded regions
 _blas_threads = [1]
+#: BLAS's own thread count when first looked up (its environment's choice): the most a
+#: host budget gives it
+_initial_blas = [1]
+#: the thread that last set the count (see :func:`_set`)
+_last_setter: list[int | None] = [None]
+
+
+def _controllers() -> tuple[Any, ...]:
+    """The threadpoolctl controllers of the BLAS libraries in this process (looked up
+    once; empty without threadpoolctl or a BLAS it knows)."""
+    if not _libs:
+        with _libs_lock:
+            if not _libs:
+                found: tuple[Any, ...] = ()
+                if threadpoolctl is not None:
+                    try:
+                        found = tuple(threadpoolctl.ThreadpoolController()
+                                      .select(user_api="blas").lib_controllers)
+                    except Exception:  # a library threadpoolctl cannot read: leave BLAS be
+                        found = ()
+                if found:
+                    _initial_blas[0] = _blas_threads[0] = \
+                        max(1, int(found[0].get_num_threads() or 1))
+                _libs.append(found)
+    return _libs[0]
+
+
+def _set(libs: tuple[Any, ...], n: int) -> None:
+    """Set every BLAS library to ``n`` threads (with ``_single_lock`` held).
+
+    threadpoolctl lets only one thread (the first to set) change a process-wide OpenBLAS
+    pool and silently ignores the others; flowrt changes it from whichever thread runs a
+    kernel, under its own lock, so control is handed to the calling thread first when
+    another thread set it last."""
+    me = threading.get_ident()
+    for lib in libs:
+        if _last_setter[0] != me:
+            clear = getattr(type(lib), "clear_controlling_thread", None)
+            if clear is not None:
+                clear(force=True)
+        lib.set_num_threads(n)
+    _last_setter[0] = me
 
 
 def _blas() -> tuple[Callable[[int], Any], Callable[[], int]] | None:
-    """The set/get thread-count functions of numpy's OpenBLAS (looked up once)."""
-    if not _blas_fns:
-        found = None
-        for lib in _openblas_libs():
-            setn = next((getattr(lib, n) for n in _BLAS_SET_NAMES if hasattr(lib, n)), None)
-            getn = next((getattr(lib, n) for n in _BLAS_GET_NAMES if hasattr(lib, n)), None)
-            if setn is not None and getn is not None:
-                found = (setn, getn)
-                _blas_threads[0] = int(getn())
-                break
-        _blas_fns.append(found)
-    return _blas_fns[0]
+    """``(set, get)`` of numpy's BLAS thread count, or None when no BLAS is found."""
+    libs = _controllers()
+    if not libs:
+        return None
+    return set_blas_threads, libs[0].get_num_threads
 
 
-def _openblas_libs() -> list[Any]:
-    """The OpenBLAS shared libraries loaded in this process (Linux)."""
-    paths: set[str] = set()
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 6 and "openblas" in parts[-1].lower() and \
-                        ".so" in parts[-1]:
-                    paths.add(parts[-1])
-    except OSError:
-        return []
-    libs = []
-    for path in sorted(paths):
-        try:
-            libs.append(ctypes.CDLL(path))
-        except OSError:
-            continue
-    return libs
-
-
-#: (regions open, thread count to restore): BLAS runs on one thread while any
-#: :func:`blas_single_threaded` region is open, on any thread
-_single = [0, 1]
+#: regions open: BLAS runs on one thread while any single-threaded region is open, on
+#: any thread
+_single = [0]
 _single_lock = threading.Lock()
+
+
+def _enter_single() -> bool:
+    """Open a single-threaded region; False when there was nothing to switch (BLAS is
+    on one thread anyway, or not found) and no region was opened."""
+    if _blas_threads[0] <= 1 and _single[0] == 0:
+        return False
+    libs = _controllers()
+    if not libs:
+        return False
+    with _single_lock:
+        if _single[0] == 0 and _blas_threads[0] > 1:
+            _set(libs, 1)
+        _single[0] += 1
+    return True
+
+
+def _exit_single() -> None:
+    """Close a region :func:`_enter_single` opened: the last to close restores BLAS's
+    thread count."""
+    with _single_lock:
+        _single[0] -= 1
+        if _single[0] == 0 and _blas_threads[0] > 1:
+            _set(_libs[0], _blas_threads[0])
 
 
 @contextlib.contextmanager
 def blas_single_threaded() -> Iterator[None]:
-    """numpy's BLAS on one thread for the duration (process-wide: OpenBLAS has one
-    setting). Regions nest and overlap across threads: the first to open saves the
-    thread count and the last to close restores it."""
-    blas = _blas()
-    if blas is None:
-        yield
-        return
-    with _single_lock:
-        if _single[0] == 0:
-            _single[1] = _blas_threads[0]
-            if _single[1] > 1:
-                blas[0](1)
-        _single[0] += 1
+    """numpy's BLAS on one thread for the duration (process-wide: BLAS has one
+    setting). Regions nest and overlap across threads: the first to open sets one
+    thread and the last to close restores the count :func:`set_blas_threads` (or the
+    host budget) gave."""
+    opened = _enter_single()
     try:
         yield
     finally:
-        with _single_lock:
-            _single[0] -= 1
-            if _single[0] == 0 and _single[1] > 1:
-                blas[0](_single[1])
+        if opened:
+            _exit_single()
 
 
-def _default_intra_op_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-#: threads a kernel's parts run on (the caller's included); TF's default is one per core
-_intra_op = [_default_intra_op_threads()]
+#: threads a kernel's parts run on (the caller's included); TF's default is one per core,
+#: the host budget may give fewer
+_intra_op = [host_budget.host_cores()]
 _pools: dict[int, DaemonPool] = {}
 #: set on a thread while it runs a part of a :func:`parallel_map`
 _in_part = threading.local()
@@ -257,26 +288,44 @@ def parallel_map(fn: Callable[[int], Any], n: int) -> list[Any]:
 
 
 def set_blas_threads(n: int) -> bool:
-    """Set the thread count of the OpenBLAS library numpy loaded (Linux; the symbol
-    names of plain and numpy-wheel builds). Returns False when no OpenBLAS is found."""
-    _blas()
-    done = False
-    for lib in _openblas_libs():
-        for name in _BLAS_SET_NAMES:
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn(int(n))
-                done = True
-                break
-    if done:
-        _blas_threads[0] = int(n)
-    return done
+    """Set the thread count of the BLAS libraries numpy loaded (through threadpoolctl),
+    for the process, outside single-threaded regions (one open now keeps one thread
+    until it closes). Returns False when no BLAS is found (or threadpoolctl is not
+    installed)."""
+    libs = _controllers()
+    if not libs:
+        return False
+    with _single_lock:
+        _blas_threads[0] = max(1, int(n))
+        if _single[0] == 0:
+            _set(libs, _blas_threads[0])
+    return True
+
+
+def blas_info() -> list[dict[str, Any]]:
+    """The BLAS libraries found (threadpoolctl's description of each: ``internal_api``,
+    ``version``, ``num_threads`` now, ...); empty when none is found."""
+    return [lib.info() for lib in _controllers()]
+
+
+def _apply_budget(budget: host_budget.ThreadBudget) -> None:
+    """Give BLAS and the intra-op pool the process's thread budget: the override as it
+    is; otherwise at most the budget, and never more BLAS threads than the library
+    started with (``OPENBLAS_NUM_THREADS`` and the like still cap it)."""
+    if budget.role == "override":
+        set_intra_op_threads(budget.threads)
+        set_blas_threads(budget.threads)
+        return
+    set_intra_op_threads(min(budget.threads, budget.cores))
+    if budget.role == "alone" and not _libs:
+        return  # BLAS was never changed here: it keeps its own count, no lookup needed
+    if _controllers():
+        set_blas_threads(min(budget.threads, _initial_blas[0]))
 
 
 def _discover(config: Any, job: str, task: int) -> list[Device]:
     if config is not None and getattr(config, "intra_op_parallelism_threads", 0) > 0:
-        set_blas_threads(config.intra_op_parallelism_threads)
-        set_intra_op_threads(config.intra_op_parallelism_threads)
+        host_budget.set_override(config.intra_op_parallelism_threads)
     n = 1
     if config is not None:
         dc = getattr(config, "device_count", None)
@@ -288,3 +337,6 @@ def _discover(config: Any, job: str, task: int) -> list[Device]:
 @hookimpl
 def flowrt_device_types() -> list[DeviceType]:
     return [DeviceType("CPU", _discover, priority=10)]
+
+
+host_budget.subscribe(_apply_budget)

@@ -187,6 +187,11 @@ class CUDADevice(Device):
     :param physical: the CUDA ordinal it maps to
     """
 
+    #: the GPU kernels (``flowrt.plugins.kernels.cuda``) take host arrays and copy
+    #: them over themselves, keeping int32 and host-memory arguments on the host as
+    #: TF does: feeds reach them as they were fed
+    host_inputs = True
+
     def __init__(self, cp: Any, index: int, physical: int, job: str = "localhost",
                  task: int = 0, memory_limit: int = 0, description: str = "",
                  compute_capability: tuple[int, int] = (0, 0)):

@@ -406,6 +406,18 @@ def _sparse_add_kernel(ctx: Any) -> Any:
 @ks.kernel("SparseAddGrad", device_type="CPU")
 def _sparse_add_grad_kernel(ctx: Any) -> Any:
     def add_grad(g: Any, ai: Any, bi: Any, si: Any) -> Any:
+        if any(np.ndim(i) != 2 for i in (ai, bi, si)):
+            raise errors.InvalidArgumentError(
+                None, None, f"Input indices should be matrices but received shapes: "
+                f"{list(np.shape(ai))}, {list(np.shape(bi))} and {list(np.shape(si))}")
+        if np.ndim(g) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, f"Input backprop_val_grad should be a vector but received "
+                f"shape: {list(np.shape(g))}")
+        if g.shape[0] != si.shape[0]:
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected backprop_val_grad [{g.shape[0]}] to have the same "
+                f"number of elements as sum_indices [{si.shape[0]}]")
         pa, pb = _positions(ai, si), _positions(bi, si)
         ga = np.where(pa >= 0, g[np.maximum(pa, 0)] if g.size else 0, 0).astype(g.dtype)
         gb = np.where(pb >= 0, g[np.maximum(pb, 0)] if g.size else 0, 0).astype(g.dtype)
@@ -1101,6 +1113,13 @@ def _fill_kernel(ctx: Any) -> Any:
 @ks.kernel("SparseFillEmptyRowsGrad", device_type="CPU")
 def _fill_grad_kernel(ctx: Any) -> Any:
     def fill_grad(rev: Any, g: Any) -> Any:
+        if np.ndim(rev) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, f"reverse_index_map must be a vector, saw: "
+                f"{list(np.shape(rev))}")
+        if np.ndim(g) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, f"grad_values must be a vector, saw: {list(np.shape(g))}")
         rev = _i64(rev)
         dv = g[rev] if rev.size else g[:0].copy()
         used = np.zeros(g.shape[0], bool)

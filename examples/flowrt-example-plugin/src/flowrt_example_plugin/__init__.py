@@ -1,12 +1,17 @@
 """flowrt-example-plugin: a template for third-party flowrt plugins.
 
-This module is the plugin object: the ``flowrt`` entry point names it, and flowrt
-registers it with its plugin manager. flowrt looks for functions named after its hooks
-and marked with :data:`flowrt.hookimpl`; this plugin implements two of the four:
+The package ships three plugins, each its own entry point of the ``flowrt`` group:
 
-- ``flowrt_device_types``: the simulated ``EXAMPLE`` accelerator (:mod:`.device`);
-- ``flowrt_kernel_sets``: the ``ExampleSquarePlusOne`` op, its CPU and EXAMPLE kernels,
-  its gradient and its API function ``flowrt.example_square_plus_one`` (:mod:`.ops`).
+- ``example`` (this module): flowrt looks for functions named after its hooks and
+  marked with :data:`flowrt.hookimpl`; this plugin implements two of the four:
+
+  - ``flowrt_device_types``: the simulated ``EXAMPLE`` accelerator (:mod:`.device`);
+  - ``flowrt_kernel_sets``: the ``ExampleSquarePlusOne`` op, its CPU and EXAMPLE
+    kernels, its gradient and its API function ``flowrt.example_square_plus_one``
+    (:mod:`.ops`);
+- ``example_emu`` (:mod:`.emu`): ``EMU``, an emulated accelerator whose arrays numpy
+  cannot read, with EMU kernels for ops other plugins define;
+- ``example_unix`` (:mod:`.unix`): the ``unix://`` transport over Unix domain sockets.
 
 Each hook is called once per :class:`flowrt.Runtime`, the first time that runtime needs
 the registry the hook fills; keep this module cheap to import (no heavy libraries at
