@@ -379,3 +379,45 @@ def test_a_lone_process_keeps_every_core():
     before, after, intra = map(int, out.split())
     assert after == before == _initial_blas()
     assert intra == CORES
+
+
+# -- following the other processes' load ---------------------------------------------------
+def _adapt_case(monkeypatch, load: float, own_cpu: float, budget: hb.ThreadBudget,
+                initial: int = 4) -> list[int]:
+    """Two looks of :func:`cpu.adapt_to_load` one second apart with this process using
+    ``own_cpu`` cores and the host's load ``load``; the BLAS counts it set."""
+    calls: list[int] = []
+    clock = {"cpu": 100.0}
+    monkeypatch.setattr(cpu, "_controllers", lambda: ("fake",))
+    monkeypatch.setattr(cpu, "_initial_blas", [initial])
+    monkeypatch.setattr(cpu, "_blas_threads", [initial])
+    monkeypatch.setattr(cpu, "set_blas_threads",
+                        lambda n: calls.append(n) or cpu._blas_threads.__setitem__(0, n))
+    monkeypatch.setattr(cpu, "_adapt", {"next": 0.0, "wall": 0.0, "cpu": 0.0})
+    monkeypatch.setattr(hb, "current", lambda: budget)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(time, "process_time", lambda: clock["cpu"])
+    cpu.adapt_to_load(now=1000.0)           # the first look only takes the readings
+    clock["cpu"] += own_cpu
+    cpu.adapt_to_load(now=1000.5)           # too soon: nothing
+    cpu.adapt_to_load(now=1001.0)
+    return calls
+
+
+def test_blas_follows_the_load_of_other_processes(monkeypatch):
+    alone = hb.thread_budget(4, 0)
+    # other processes keep 3 of 4 cores busy (load 5, of which this process is 2)
+    assert _adapt_case(monkeypatch, 5.0, 2.0, alone) == [1]
+    # one core busy elsewhere: 3 threads
+    assert _adapt_case(monkeypatch, 3.0, 2.0, alone) == [3]
+    # an idle host: BLAS keeps its count (no call)
+    assert _adapt_case(monkeypatch, 2.0, 2.0, alone) == []
+    # never more than BLAS started with, never below 1
+    assert _adapt_case(monkeypatch, 0.0, 0.0, alone, initial=2) == []
+    assert _adapt_case(monkeypatch, 40.0, 1.0, alone) == [1]
+
+
+def test_blas_load_following_leaves_shares_and_overrides_alone(monkeypatch):
+    for budget in (hb.thread_budget(4, 3), hb.thread_budget(4, 0, override=4),
+                   hb.thread_budget(4, 0, client=True)):
+        assert _adapt_case(monkeypatch, 9.0, 1.0, budget) == []

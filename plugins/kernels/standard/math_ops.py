@@ -1722,11 +1722,14 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
             parts = pmap(lambda i: fn(a[:, i * step:(i + 1) * step], b), -(-m // step))
         return xp.concatenate(parts, axis=0)
 
+    adapt = getattr(ctx.device, "adapt_threads", None) or (lambda: None)
+
     def call(a: Any, b: Any) -> Any:
         k = a.shape[k_axis]
         flops = a.size * (b.size // k) if k else 0
         if flops < SMALL_GEMM_FLOPS:
             return single(a, b)
+        adapt()
         if SPLIT_LARGE_GEMMS and threads > 1 and a.shape[m_axis] >= 2 * threads and \
                 a.ndim == 2:
             return split(a, b)
