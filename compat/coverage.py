@@ -26,7 +26,9 @@ MODULES = ["", "nn", "nn.rnn_cell", "layers", "losses", "metrics", "math", "lina
            "data", "data.experimental", "io", "python_io", "summary", "app", "flags",
            "logging", "gfile", "queue",
            # issue 18: TF's files
-           "train", "saved_model", "graph_util"]
+           "train", "saved_model", "graph_util",
+           # issue 21: clusters from schedulers
+           "distribute.cluster_resolver"]
 
 _TF2 = "TF 2.x only (not in TF 1.15)"
 
@@ -114,6 +116,12 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "do_quantize_training_on_graphdef": "deprecated quantized-training rewrite; "
                                             "quantized dtypes are out of scope",
         "experimental": "mixed-precision loss scaling; float16 rewrite is out of scope",
+    },
+    "distribute.cluster_resolver": {
+        "TPUClusterResolver": "needs TPUs (tpu is out of scope)",
+        "GCEClusterResolver": "needs the Google Compute Engine API client "
+                              "(googleapiclient); not a scheduler flowrt targets",
+        "KubernetesExecutableLocation": _TF2,
     },
 }
 
