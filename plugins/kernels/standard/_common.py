@@ -1,13 +1,15 @@
 """Shared pieces of the standard kernel set: the set itself and shape helpers."""
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import numpy as np
 
 from flowrt import errors
 
 from flowrt import dtypes
+from flowrt.device import host_array
 from flowrt.graph import Tensor
 from flowrt.op_registry import KernelSet
 from flowrt.tensor_shape import TensorShape, unknown_shape
@@ -128,11 +130,22 @@ def invalid(msg: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, msg)
 
 
-def host_ints(a: Any) -> list[int]:
-    """The elements of an integer input as Python ints (a device array is read back)."""
-    if hasattr(a, "get"):  # cupy
-        a = a.get()
-    return [int(v) for v in np.asarray(a).reshape(-1).tolist()]
+def host_reader(ctx: Any) -> Callable[[Any], np.ndarray]:
+    """How the kernel compiled for ``ctx`` reads an input in host memory (a shape, an
+    axis, indices), chosen once in its factory: ``np.asarray`` on a ``CPU``, whose inputs
+    are host values already; elsewhere :func:`flowrt.device.host_array` with the
+    kernel's device, which passes host arrays as they are and copies the device's own
+    through its ``to_host`` (docs/plugins.md, "The device-array contract")."""
+    dev = ctx.device
+    if dev.device_type == "CPU":
+        return np.asarray
+    return functools.partial(host_array, device=dev)
+
+
+def host_ints(a: Any, to_host: Callable[[Any], np.ndarray]) -> list[int]:
+    """The elements of an integer input as Python ints, brought to host memory by
+    ``to_host`` (the kernel's :func:`host_reader`)."""
+    return [int(v) for v in to_host(a).reshape(-1).tolist()]
 
 
 def fmt_dims(shape: Any) -> str:

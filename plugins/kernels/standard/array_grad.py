@@ -24,7 +24,7 @@ from flowrt.graph import Tensor, apply_op, colocate_with, convert_to_tensor, nam
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
-from ._common import constant_value, ks
+from ._common import constant_value, host_reader, ks
 from .array_ops import (_SliceSpecError, _dims, _full, _int_list, _int_scalar, _invalid,
                         _numpy_key, _shape_str, _shape_value, _slice_debug, _static_value,
                         _strided_slice_spec, _with_rank, _with_rank_at_least, _zero_of)
@@ -161,9 +161,11 @@ if "UnsortedSegmentSum" not in ks.ops:  # another module of the set may declare 
     def _unsorted_segment_sum_kernel(ctx: Any) -> Callable:
         xp = ctx.xp
         dt = ctx.output_dtypes[0]
+        host = host_reader(ctx)
 
         def unsorted_segment_sum(data: Any, ids: Any, num: Any) -> Any:
             ids = xp.asarray(ids)
+            num = host(num)
             ds, ish = np.shape(data), np.shape(ids)
             if ds[:len(ish)] != ish:
                 raise _invalid(f"data.shape = {_shape_str(ds)} does not start with "
@@ -171,7 +173,7 @@ if "UnsortedSegmentSum" not in ks.ops:  # another module of the set may declare 
             if np.ndim(num) != 0:
                 raise _invalid(f"num_segments should be a scalar, not shape "
                                f"{_shape_str(np.shape(num))}")
-            n = _int_scalar(num)
+            n = _int_scalar(num, np.asarray)
             if n < 0:
                 raise _invalid(f"num_segments must be non-negative, got {n}")
             inner = ds[len(ish):]
@@ -257,11 +259,13 @@ def _strided_slice_grad_kernel(ctx: Any) -> Callable:
     a = ctx.attrs
     masks = (a.get("begin_mask", 0), a.get("end_mask", 0), a.get("ellipsis_mask", 0),
              a.get("new_axis_mask", 0), a.get("shrink_axis_mask", 0))
+    host = host_reader(ctx)
 
     def strided_slice_grad(shape: Any, begin: Any, end: Any, strides: Any, dy: Any) -> Any:
+        shape, begin, end, strides = host(shape), host(begin), host(end), host(strides)
         if np.ndim(shape) != 1:
             raise _invalid(f"shape must be 1-D, got {_shape_str(np.shape(shape))}")
-        s = _int_list(shape)
+        s = _int_list(shape, np.asarray)
         if any(v < 0 for v in s):
             raise _invalid(f"shape must be non-negative, got {_shape_str(s)}")
         if not (np.ndim(begin) == np.ndim(end) == np.ndim(strides) == 1
@@ -271,8 +275,9 @@ def _strided_slice_grad_kernel(ctx: Any) -> Callable:
                            f"{_shape_str(np.shape(end))}, and "
                            f"{_shape_str(np.shape(strides))} instead.")
         try:
-            dense, gather = _strided_slice_spec(tuple(s), _int_list(begin), _int_list(end),
-                                                _int_list(strides), *masks)
+            dense, gather = _strided_slice_spec(tuple(s), _int_list(begin, np.asarray),
+                                                _int_list(end, np.asarray),
+                                                _int_list(strides, np.asarray), *masks)
         except _SliceSpecError as ex:
             raise _invalid(str(ex)) from None
         out = _full(xp, s, _zero_of(dt), dt)
@@ -293,14 +298,16 @@ def _mirror_pad_grad_kernel(ctx: Any) -> Callable:
     dt = ctx.output_dtypes[0]
     symmetric = ctx.attrs["mode"] == "SYMMETRIC"
     off = 0 if symmetric else 1
+    host = host_reader(ctx)
 
     def mirror_pad_grad(g: Any, paddings: Any) -> Any:
         shape = np.shape(g)
+        paddings = host(paddings)
         if np.shape(paddings) != (len(shape), 2):
             raise _invalid(f"paddings must be a matrix with 2 columns and a row per input "
                            f"dimension: {_shape_str(np.shape(paddings))} vs input rank "
                            f"{len(shape)}")
-        flat = _int_list(paddings)
+        flat = _int_list(paddings, np.asarray)
         out = g
         for ax, n_pad in enumerate(shape):
             lo, hi = flat[2 * ax], flat[2 * ax + 1]

@@ -20,7 +20,7 @@ from flowrt.graph import (Tensor, apply_op, convert_to_tensor, get_default_graph
 from flowrt.op_registry import KernelContext, OpDef
 from flowrt.tensor_shape import Dimension, TensorShape, as_shape, unknown_shape
 
-from ._common import constant_value, ks, unchanged_shape
+from ._common import constant_value, host_reader, ks, unchanged_shape
 
 # =======================================================================================
 # helpers: errors, partial shapes
@@ -137,17 +137,16 @@ def _slice_debug(shape: Sequence[int], flat: int) -> str:
     return "[" + ",".join(str(int(i)) for i in idx) + "]"
 
 
-def _int_list(a: Any) -> list[int]:
-    """A host int list from a (host or device) array."""
-    if hasattr(a, "get"):  # cupy
-        a = a.get()
-    return [int(v) for v in np.asarray(a).reshape(-1).tolist()]
+def _int_list(a: Any, to_host: Callable[[Any], np.ndarray]) -> list[int]:
+    """The elements of an int input as Python ints, brought to host memory by
+    ``to_host`` (the kernel's ``host_reader``: its device's ``to_host``)."""
+    return [int(v) for v in to_host(a).reshape(-1).tolist()]
 
 
-def _int_scalar(a: Any) -> int:
-    if hasattr(a, "get"):
-        a = a.get()
-    return int(np.asarray(a).reshape(-1)[0]) if np.size(a) else 0
+def _int_scalar(a: Any, to_host: Callable[[Any], np.ndarray]) -> int:
+    """The first element of an int input (0 if it is empty), read as :func:`_int_list`."""
+    h = to_host(a).reshape(-1)
+    return int(h[0]) if h.size else 0
 
 
 # =======================================================================================
@@ -601,11 +600,14 @@ def _reshape_error(x: Any, shape: list[int]) -> errors.InvalidArgumentError:
 
 @_kernel("Reshape", host_memory=("shape",))
 def _reshape_kernel(ctx: Any) -> Callable:
+    host = host_reader(ctx)
+
     def reshape(x: Any, shape: Any) -> Any:
+        shape = host(shape)
         if np.ndim(shape) != 1:
             raise _invalid(f"shape must be a vector of {{int32,int64}}, got shape "
                            f"{_shape_str(np.shape(shape))}")
-        s = _int_list(shape)
+        s = _int_list(shape, np.asarray)
         if any(d < -1 for d in s) or s.count(-1) > 1:
             raise _reshape_error(x, s)
         try:
@@ -683,11 +685,13 @@ def _check_perm(perm: list[int], rank: int) -> None:
 def _transpose_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     conj = ctx.op_type == "ConjugateTranspose" and ctx.input_dtypes[0].is_complex
+    host = host_reader(ctx)
 
     def transpose(x: Any, perm: Any) -> Any:
+        perm = host(perm)
         if np.ndim(perm) != 1:
             raise _invalid(f"perm must be a vector, not {_shape_str(np.shape(perm))}")
-        p = _int_list(perm)
+        p = _int_list(perm, np.asarray)
         _check_perm(p, np.ndim(x))
         y = xp.transpose(x, p)
         return xp.conj(y) if conj else y
@@ -797,9 +801,10 @@ def _concat_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     n = len(ctx.input_dtypes) - 1
     is_str = ctx.input_dtypes[0] is _dt.string
+    host = host_reader(ctx)
 
     def concat_v2(*args: Any) -> Any:
-        values, axis = args[:-1], _int_scalar(args[-1])
+        values, axis = args[:-1], _int_scalar(args[-1], host)
         if is_str:
             values = [_obj(v) for v in values]
         shapes = [np.shape(v) for v in values]
@@ -1049,10 +1054,11 @@ def _split_axis(axis: int, rank: int) -> int:
 @_kernel("Split", host_memory=("split_dim",))
 def _split_kernel(ctx: Any) -> Callable:
     n = ctx.attrs["num_split"]
+    host = host_reader(ctx)
 
     def split(split_dim: Any, x: Any) -> Any:
         shape = np.shape(x)
-        ax = _split_axis(_int_scalar(split_dim), len(shape))
+        ax = _split_axis(_int_scalar(split_dim, host), len(shape))
         size = shape[ax]
         if size % n:
             raise _invalid(f"Number of ways to split should evenly divide the split dimension, "
@@ -1067,13 +1073,14 @@ def _split_kernel(ctx: Any) -> Callable:
 @_kernel("SplitV", host_memory=("size_splits", "split_dim"))
 def _splitv_kernel(ctx: Any) -> Callable:
     n = ctx.attrs["num_split"]
+    host = host_reader(ctx)
 
     def split_v(x: Any, size_splits: Any, split_dim: Any) -> Any:
         shape = np.shape(x)
         if len(shape) == 0:
             raise _invalid("Can't split scalars")
-        ax = _split_axis(_int_scalar(split_dim), len(shape))
-        sizes = _int_list(size_splits)
+        ax = _split_axis(_int_scalar(split_dim, host), len(shape))
+        sizes = _int_list(size_splits, host)
         if len(sizes) != n:
             raise _invalid(f"Number of split sizes ({len(sizes)}) must equal num_split ({n})")
         dim = shape[ax]
@@ -1202,10 +1209,13 @@ def _squeeze_kernel(ctx: Any) -> Callable:
 
 @_kernel("ExpandDims", host_memory=("dim",))
 def _expand_dims_kernel(ctx: Any) -> Callable:
+    host = host_reader(ctx)
+
     def expand_dims(x: Any, dim: Any) -> Any:
+        dim = host(dim)
         if np.size(dim) != 1:
             raise _invalid("'dim' must be a tensor with a single value")
-        d = _int_scalar(dim)
+        d = _int_scalar(dim, np.asarray)
         shape = np.shape(x)
         rank = len(shape)
         if d < -1 - rank or d > rank:
@@ -1270,9 +1280,11 @@ ks.op(OpDef("Tile", inputs=["input: T", "multiples: Tmultiples"], outputs=["outp
 @_kernel("Tile", host_memory=("multiples",))
 def _tile_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def tile(x: Any, multiples: Any) -> Any:
-        m = _int_list(multiples)
+        multiples = host(multiples)
+        m = _int_list(multiples, np.asarray)
         rank = np.ndim(x)
         if np.ndim(multiples) != 1 or len(m) != rank:
             raise _invalid(f"Expected multiples argument to be a vector of length {rank} but "
@@ -1331,15 +1343,17 @@ ks.op(OpDef("Pad", inputs=["input: T", "paddings: Tpaddings"], outputs=["output:
             shape_fn=_pad_shape, doc="Pads a tensor with mirrored values."))
 
 
-def _check_paddings(x: Any, paddings: Any) -> list[tuple[int, int]]:
+def _check_paddings(x: Any, paddings: Any, to_host: Callable[[Any], np.ndarray]
+                    ) -> list[tuple[int, int]]:
     shape = np.shape(x)
+    paddings = to_host(paddings)
     pshape = np.shape(paddings)
     if len(pshape) != 2 or pshape[1] != 2:
         raise _invalid(f"paddings must be a matrix with 2 columns: {_shape_str(pshape)}")
     if pshape[0] != len(shape):
         raise _invalid(f"The first dimension of paddings must be the rank of inputs"
                        f"{_shape_str(pshape)} {_shape_str(shape)}")
-    flat = _int_list(paddings)
+    flat = _int_list(paddings, np.asarray)
     pads = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(shape))]
     for a, b in pads:
         if a < 0 or b < 0:
@@ -1352,9 +1366,10 @@ def _pad_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
     zero = _zero_of(dt)
+    host = host_reader(ctx)
 
     def pad(x: Any, paddings: Any, constant_values: Any = None) -> Any:
-        pads = _check_paddings(x, paddings)
+        pads = _check_paddings(x, paddings, host)
         if constant_values is None:
             c = zero
         else:
@@ -1377,9 +1392,10 @@ def _mirror_pad_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     mode = ctx.attrs["mode"]
     symmetric = mode == "SYMMETRIC"
+    host = host_reader(ctx)
 
     def mirror_pad(x: Any, paddings: Any) -> Any:
-        pads = _check_paddings(x, paddings)
+        pads = _check_paddings(x, paddings, host)
         shape = np.shape(x)
         for (a, b), s in zip(pads, shape):
             if symmetric and (a > s or b > s):
@@ -1497,7 +1513,10 @@ ks.op(OpDef("Slice", inputs=["input: T", "begin: Index", "size: Index"], outputs
 
 @_kernel("Slice", host_memory=("begin", "size"))
 def _slice_kernel(ctx: Any) -> Callable:
+    host = host_reader(ctx)
+
     def slice_kernel(x: Any, begin: Any, size: Any) -> Any:
+        begin, size = host(begin), host(size)
         shape = np.shape(x)
         rank = len(shape)
         if np.ndim(begin) != 1 or np.ndim(size) != 1 or np.size(begin) != rank or \
@@ -1505,7 +1524,7 @@ def _slice_kernel(ctx: Any) -> Callable:
             raise _invalid(f"Expected begin and size arguments to be 1-D tensors of size "
                            f"{rank}, but got shapes {_shape_str(np.shape(begin))} and "
                            f"{_shape_str(np.shape(size))} instead.")
-        b, s = _int_list(begin), _int_list(size)
+        b, s = _int_list(begin, np.asarray), _int_list(size, np.asarray)
         key = []
         for i in range(rank):
             bi, si = b[i], s[i]
@@ -1703,8 +1722,10 @@ def _strided_slice_kernel(ctx: Any) -> Callable:
         if ctx.op is not None else [None] * 3
     cache: dict[tuple[int, ...], tuple[Any, ...]] | None = \
         {} if all(c is not None for c in consts) else None
+    host = host_reader(ctx)
 
     def key_for(shape: tuple[int, ...], begin: Any, end: Any, strides: Any) -> tuple[Any, ...]:
+        begin, end, strides = host(begin), host(end), host(strides)
         if not (np.ndim(begin) == np.ndim(end) == np.ndim(strides) == 1
                 and np.size(begin) == np.size(end) == np.size(strides)):
             raise _invalid(f"Expected begin, end, and strides to be 1D equal size tensors, but "
@@ -1712,8 +1733,9 @@ def _strided_slice_kernel(ctx: Any) -> Callable:
                            f"{_shape_str(np.shape(end))}, and "
                            f"{_shape_str(np.shape(strides))} instead.")
         try:
-            dense, gather = _strided_slice_spec(shape, _int_list(begin), _int_list(end),
-                                                _int_list(strides), *masks)
+            dense, gather = _strided_slice_spec(shape, _int_list(begin, np.asarray),
+                                                _int_list(end, np.asarray),
+                                                _int_list(strides, np.asarray), *masks)
         except _SliceSpecError as ex:
             raise _invalid(str(ex)) from None
         return _numpy_key(dense, gather)
@@ -1951,9 +1973,10 @@ def _gather_v1_kernel(ctx: Any) -> Callable:
 def _gather_v2_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     batch_dims = ctx.attrs.get("batch_dims", 0)
+    host = host_reader(ctx)
 
     def gather_v2(params: Any, indices: Any, axis: Any) -> Any:
-        return _gather(xp, params, xp.asarray(indices), _int_scalar(axis), batch_dims)
+        return _gather(xp, params, xp.asarray(indices), _int_scalar(axis, host), batch_dims)
 
     return _string_safe(ctx, gather_v2)
 
@@ -1961,6 +1984,7 @@ def _gather_v2_kernel(ctx: Any) -> Callable:
 @_kernel("GatherNd")
 def _gather_nd_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def gather_nd(params: Any, indices: Any) -> Any:
         indices = xp.asarray(indices)
@@ -1984,7 +2008,7 @@ def _gather_nd_kernel(ctx: Any) -> Callable:
             bad = ((idx < 0) | (idx >= xp.asarray(pshape[:r], dtype=idx.dtype))).any(axis=1)
             if bool(bad.any()):
                 row = int(xp.flatnonzero(bad)[0])
-                vals = ", ".join(str(int(v)) for v in _int_list(idx[row]))
+                vals = ", ".join(str(v) for v in _int_list(idx[row], host))
                 raise _invalid(f"indices{_slice_debug(outer, row)} = [{vals}] does not index "
                                f"into param shape {_shape_str(pshape)}")
         out = params[tuple(idx[:, k] for k in range(r))]
@@ -2118,10 +2142,11 @@ def _one_hot_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     axis = ctx.attrs.get("axis", -1)
     dt = ctx.output_dtypes[0]
+    host = host_reader(ctx)
 
     def one_hot(indices: Any, depth: Any, on_value: Any, off_value: Any) -> Any:
         indices = xp.asarray(indices)
-        d = _int_scalar(depth)
+        d = _int_scalar(depth, host)
         if d < 0:
             raise _invalid(f"depth must be non-negative, got: {d}")
         if np.ndim(on_value) != 0:
@@ -2209,13 +2234,15 @@ ks.op(OpDef("Fill", inputs=["dims: index_type", "value: T"], outputs=["output: T
 def _fill_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
+    host = host_reader(ctx)
 
     def fill(dims: Any, value: Any) -> Any:
+        dims = host(dims)
         if np.ndim(dims) != 1:
             raise _invalid(f"dims must be a vector, got shape {_shape_str(np.shape(dims))}")
         if np.ndim(value) != 0:
             raise _invalid(f"value must be a scalar, got shape {_shape_str(np.shape(value))}")
-        d = _int_list(dims)
+        d = _int_list(dims, np.asarray)
         for x in d:
             if x < 0:
                 raise _invalid(f"Dimension {x} must be >= 0")
@@ -2402,8 +2429,10 @@ def _range_kernel(ctx: Any) -> Callable:
     dt = ctx.output_dtypes[0]
     t = dt.np.type
     integral = dt.is_integer
+    host = host_reader(ctx)
 
     def range_kernel(start: Any, limit: Any, delta: Any) -> Any:
+        start, limit, delta = host(start), host(limit), host(delta)
         for v, n in ((start, "start"), (limit, "limit"), (delta, "delta")):
             if np.ndim(v) != 0:
                 raise _invalid(f"{n} must be a scalar, not shape {_shape_str(np.shape(v))}")
@@ -2431,13 +2460,15 @@ def _linspace_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
     t = dt.np.type
+    host = host_reader(ctx)
 
     def lin_space(start: Any, stop: Any, num: Any) -> Any:
+        start, stop, num = host(start), host(stop), host(num)
         for v, n in ((start, "start"), (stop, "stop"), (num, "num")):
             if np.ndim(v) != 0:
                 raise _invalid(f"{n} must be a scalar, but received tensor of shape: "
                                f"{_shape_str(np.shape(v))}")
-        n = _int_scalar(num)
+        n = _int_scalar(num, np.asarray)
         if n <= 0:
             raise _invalid(f"Requires num > 0: {n}")
         s, e = t(start), t(stop)
@@ -2514,13 +2545,15 @@ ks.op(OpDef("ReverseV2", inputs=["tensor: T", "axis: Tidx"], outputs=["output: T
 @_kernel("ReverseV2", host_memory=("axis",))
 def _reverse_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def reverse_v2(x: Any, axis: Any) -> Any:
         rank = np.ndim(x)
+        axis = host(axis)
         if np.ndim(axis) != 1:
             raise _invalid(f"'dims' must be 1-dimension, not {np.ndim(axis)}")
         axes = []
-        for i, a in enumerate(_int_list(axis)):
+        for i, a in enumerate(_int_list(axis, np.asarray)):
             c = a + rank if a < 0 else a
             if c < 0 or c >= rank:
                 raise _invalid(f"'axis'[{i}] = {a} is out of valid range [0, {rank - 1}]")
@@ -2859,12 +2892,13 @@ def _unique_kernel(ctx: Any) -> Callable:
     with_counts = ctx.op_type == "UniqueWithCounts"
     idx_dtype = ctx.output_dtypes[1].np
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def unique(x: Any) -> Any:
-        if np.ndim(x) != 1:
+        x = host(x)
+        if x.ndim != 1:
             raise _invalid("unique expects a 1D vector.")
-        host = x.get() if hasattr(x, "get") else np.asarray(x)
-        out = _unique(host, with_counts, idx_dtype)
+        out = _unique(x, with_counts, idx_dtype)
         if xp is not np:
             out = tuple(xp.asarray(o) for o in out)
         return out
@@ -2902,14 +2936,14 @@ ks.op(OpDef("ListDiff", inputs=["x: T", "y: T"], outputs=["out: T", "idx: out_id
 def _list_diff_kernel(ctx: Any) -> Callable:
     idx_dtype = ctx.output_dtypes[1].np
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def list_diff(x: Any, y: Any) -> Any:
-        if np.ndim(x) != 1:
-            raise _invalid(f"x should be a 1D vector, got shape {list(np.shape(x))}")
-        if np.ndim(y) != 1:
-            raise _invalid(f"y should be a 1D vector, got shape {list(np.shape(y))}")
-        hx = x.get() if hasattr(x, "get") else np.asarray(x)
-        hy = y.get() if hasattr(y, "get") else np.asarray(y)
+        hx, hy = host(x), host(y)
+        if hx.ndim != 1:
+            raise _invalid(f"x should be a 1D vector, got shape {list(hx.shape)}")
+        if hy.ndim != 1:
+            raise _invalid(f"y should be a 1D vector, got shape {list(hy.shape)}")
         keep = ~np.isin(hx, hy)
         out, idx = hx[keep], np.flatnonzero(keep).astype(idx_dtype)
         if xp is not np:
@@ -2941,11 +2975,13 @@ ks.op(OpDef("InvertPermutation", inputs=["x: T"], outputs=["y: T"],
 def _invert_permutation_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     npd = ctx.output_dtypes[0].np
+    host = host_reader(ctx)
 
     def invert_permutation(x: Any) -> Any:
+        x = host(x)
         if np.ndim(x) != 1:
             raise _invalid("invert_permutation expects a 1D vector.")
-        vals = _int_list(x)
+        vals = _int_list(x, np.asarray)
         n = len(vals)
         out = np.full(n, -1, dtype=npd)
         for i, d in enumerate(vals):
@@ -3005,9 +3041,10 @@ ks.op(OpDef("BroadcastTo", inputs=["input: T", "shape: Tidx"], outputs=["output:
 @_kernel("BroadcastTo", host_memory=("shape",))
 def _broadcast_to_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def broadcast_to(x: Any, shape: Any) -> Any:
-        s = _int_list(shape)
+        s = _int_list(shape, host)
         xs = list(np.shape(x))
         try:
             full = _broadcast_lists(xs, s)
@@ -3039,9 +3076,11 @@ def _broadcast_lists(a: list[int], b: list[int]) -> list[int]:
 @_kernel("BroadcastArgs", host_memory=("s0", "s1", "r0"))
 def _broadcast_args_kernel(ctx: Any) -> Callable:
     npd = ctx.output_dtypes[0].np
+    host = host_reader(ctx)
 
     def broadcast_args(s0: Any, s1: Any) -> Any:
-        return np.array(_broadcast_lists(_int_list(s0), _int_list(s1)), dtype=npd)
+        return np.array(_broadcast_lists(_int_list(s0, host), _int_list(s1, host)),
+                        dtype=npd)
 
     return broadcast_args
 
@@ -3209,13 +3248,14 @@ def _matrix_set_diag_kernel(ctx: Any) -> Callable:
 def _matrix_band_part_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
+    host = host_reader(ctx)
 
     def matrix_band_part(x: Any, num_lower: Any, num_upper: Any) -> Any:
         shape = np.shape(x)
         if len(shape) < 2:
             raise _invalid(f"input must be at least 2-dim, received shape: "
                            f"{_shape_str(shape)}")
-        lo, up = _int_scalar(num_lower), _int_scalar(num_upper)
+        lo, up = _int_scalar(num_lower, host), _int_scalar(num_upper, host)
         m, n = shape[-2], shape[-1]
         if lo > m:
             raise _invalid(f"num_lower must be negative or less or equal to number of rows "
@@ -3400,9 +3440,10 @@ def _matrix_diag_v2_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
     align = _align_of(ctx)
+    host = host_reader(ctx)
 
     def matrix_diag_v2(diag: Any, k: Any, num_rows: Any, num_cols: Any, pad: Any) -> Any:
-        lo, hi = _diag_band(k)
+        lo, hi = _diag_band(host(k))
         shape = tuple(np.shape(diag))
         nd = 1 if lo == hi else 2
         if len(shape) < nd:
@@ -3413,7 +3454,7 @@ def _matrix_diag_v2_kernel(ctx: Any) -> Callable:
                            "the lower_diag_index and upper_diag_index range.")
         max_len = shape[-1]
         min_rows, min_cols = max_len - min(hi, 0), max_len + max(lo, 0)
-        rows, cols = _int_scalar(num_rows), _int_scalar(num_cols)
+        rows, cols = _int_scalar(num_rows, host), _int_scalar(num_cols, host)
         if rows == -1 and cols == -1:
             rows = cols = max(min_rows, min_cols)
         elif rows == -1:
@@ -3424,7 +3465,7 @@ def _matrix_diag_v2_kernel(ctx: Any) -> Callable:
             raise _invalid("The number of rows or columns is not consistent with the "
                            "specified d_lower, d_upper, and diagonal.")
         batch = shape[:-nd]
-        out = _full(xp, batch + (rows, cols), np.asarray(pad).reshape(()).item()
+        out = _full(xp, batch + (rows, cols), host(pad).reshape(()).item()
                     if dt is not _dt.string else pad, dt)
         for d in range(lo, hi + 1):
             length = _diag_len(rows, cols, d)
@@ -3451,18 +3492,19 @@ def _matrix_diag_part_v2_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
     align = _align_of(ctx)
+    host = host_reader(ctx)
 
     def matrix_diag_part_v2(x: Any, k: Any, pad: Any) -> Any:
         shape = tuple(np.shape(x))
         if len(shape) < 2:
             raise _invalid(f"input must be at least 2-dim, received shape: "
                            f"{_shape_str(shape)}")
-        lo, hi = _diag_band(k)
+        lo, hi = _diag_band(host(k))
         rows, cols = shape[-2], shape[-1]
         _check_band(lo, hi, rows, cols)
         max_len = max(0, min(rows + min(0, hi), cols - max(0, lo)))
         nd = hi - lo + 1
-        out = _full(xp, shape[:-2] + (nd, max_len), np.asarray(pad).reshape(()).item()
+        out = _full(xp, shape[:-2] + (nd, max_len), host(pad).reshape(()).item()
                     if dt is not _dt.string else pad, dt)
         for d in range(lo, hi + 1):
             length = _diag_len(rows, cols, d)
@@ -3480,13 +3522,14 @@ def _matrix_diag_part_v2_kernel(ctx: Any) -> Callable:
 def _matrix_set_diag_v2_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     align = _align_of(ctx)
+    host = host_reader(ctx)
 
     def matrix_set_diag_v2(x: Any, diag: Any, k: Any) -> Any:
         shape = tuple(np.shape(x))
         if len(shape) < 2:
             raise _invalid(f"input must be at least 2-dim, received shape: "
                            f"{_shape_str(shape)}")
-        lo, hi = _diag_band(k)
+        lo, hi = _diag_band(host(k))
         rows, cols = shape[-2], shape[-1]
         _check_band(lo, hi, rows, cols)
         max_len = max(0, min(rows + min(0, hi), cols - max(0, lo)))
@@ -3706,10 +3749,11 @@ ks.op(OpDef("ScatterNd", inputs=["indices: Tindices", "updates: T", "shape: Tind
 def _scatter_nd_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     dt = ctx.output_dtypes[0]
+    host = host_reader(ctx)
 
     def scatter_nd(indices: Any, updates: Any, shape: Any) -> Any:
         indices = xp.asarray(indices)
-        s = _int_list(shape)
+        s = _int_list(shape, host)
         ishape, ushape = np.shape(indices), np.shape(updates)
         if len(ishape) < 1:
             raise _invalid(f"Indices shape must have rank at least one. Found:"
@@ -3730,7 +3774,7 @@ def _scatter_nd_kernel(ctx: Any) -> Callable:
         bad = ((idx < 0) | (idx >= xp.asarray(s[:r], dtype=idx.dtype))).any(axis=1)
         if bool(bad.any()):
             row = int(xp.flatnonzero(bad)[0])
-            vals = ", ".join(str(int(v)) for v in _int_list(idx[row]))
+            vals = ", ".join(str(v) for v in _int_list(idx[row], host))
             raise _invalid(f"indices{_slice_debug(outer, row)} = [{vals}] does not index into "
                            f"shape {_shape_str(s)}")
         upd = xp.asarray(updates).reshape((idx.shape[0],) + tuple(s[r:]))
@@ -3894,9 +3938,11 @@ ks.op(OpDef("UnravelIndex", inputs=["indices: Tidx", "dims: Tidx"], outputs=["ou
 def _unravel_index_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     npd = ctx.output_dtypes[0].np
+    host = host_reader(ctx)
 
     def unravel_index(indices: Any, dims: Any) -> Any:
-        d = _int_list(dims)
+        dims = host(dims)
+        d = _int_list(dims, np.asarray)
         if np.ndim(dims) != 1:
             raise _invalid(f"The indices can only be 1-D, got {_shape_str(np.shape(dims))}")
         ind = xp.asarray(indices)

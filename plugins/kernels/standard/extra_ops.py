@@ -15,7 +15,7 @@ from flowrt.graph import (Tensor, apply_op, colocate_with, control_dependencies,
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
-from ._common import constant_value, ks
+from ._common import constant_value, host_reader, ks
 from ._common import invalid as _invalid
 from .graph_api import custom_gradient
 from .state_ops import _frozen, _ref_of
@@ -241,8 +241,10 @@ ks.op(OpDef("TopKV2", inputs=["input: T", "k: int32"],
 def _top_k_kernel(ctx: Any) -> Any:
     xp = ctx.xp
 
+    read = host_reader(ctx)
+
     def top_k(x: Any, k: Any) -> Any:
-        k = int(k)
+        k = int(read(k))
         if k < 0:
             raise _invalid(f"Need k >= 0, got {k}")
         if x.ndim < 1:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from flowrt import dtypes as _dt
+from flowrt.device import host_array
 from flowrt.graph import Tensor, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
@@ -101,7 +102,9 @@ def _batch_scalar_shape(op: Any) -> list[TensorShape]:
 # kernel helpers
 # =======================================================================================
 def _host(xp: Any, a: Any) -> np.ndarray:
-    return a if xp is np else xp.asnumpy(a)
+    """``a`` in host memory: as it is on the CPU, else through the ``to_host`` of the
+    device type holding it (the device-array contract)."""
+    return a if xp is np else host_array(a)
 
 
 def _work_dtype(dt: Any) -> Any:

@@ -23,7 +23,7 @@ from flowrt.graph import Tensor, apply_op, convert_to_tensor
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape
 
-from ._common import broadcast_shape, constant_value, ks
+from ._common import broadcast_shape, constant_value, host_reader, ks
 
 __all__ = ["bcast_reduce_indices", "broadcast_gradient_args", "reduce_broadcast_grads",
            "np_zeta", "np_polygamma", "polygamma", "zeta", "is_gpu_available",
@@ -147,12 +147,13 @@ ks.op(OpDef("BroadcastGradientArgs", inputs=["s0: T", "s1: T"], outputs=["r0: T"
 def _bga_kernel(ctx: Any) -> Any:
     npdt = ctx.output_dtypes[0].np
     xp = ctx.xp
+    read = host_reader(ctx)
 
     def bga(s0: Any, s1: Any) -> Any:
         if np.ndim(s0) != 1 or np.ndim(s1) != 1:
             raise InvalidArgumentError(None, None, "BroadcastGradientArgs: inputs must be "
                                                    "vectors")
-        a, b = np.asarray(s0).tolist(), np.asarray(s1).tolist()
+        a, b = read(s0).tolist(), read(s1).tolist()
         r = bcast_reduce_indices(a, b)
         if r is None:
             raise InvalidArgumentError(

@@ -22,7 +22,8 @@ from flowrt.graph import Tensor, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
-from ._common import broadcast_shape, broadcast_static, constant_value, ks, unchanged_shape
+from ._common import broadcast_shape, broadcast_static, constant_value, host_reader, ks
+from ._common import unchanged_shape
 
 _range = builtins.range  # ``range`` stays the builtin; TF names shadow abs/round/pow
 
@@ -1485,9 +1486,12 @@ def _arg_kernel(ctx: Any) -> Any:
     fn = xp.argmax if ctx.op_type == "ArgMax" else xp.argmin
     npdt = ctx.output_dtypes[0].np
 
+    read = host_reader(ctx)
+
     def arg(x: Any, dim: Any) -> Any:
         rank = np.ndim(x)
-        d = int(np.asarray(dim).reshape(-1)[0]) if np.size(dim) else 0
+        dim = read(dim)
+        d = int(dim.reshape(-1)[0]) if dim.size else 0
         if d < -rank or d >= rank:
             raise InvalidArgumentError(None, None, f"Expected dimension in the range "
                                                    f"[{-rank}, {rank}), but got {d}")
@@ -1537,9 +1541,11 @@ def _scan_kernel(ctx: Any) -> Any:
     npdt = ctx.output_dtypes[0].np
     identity = 0 if is_sum else 1
 
+    read = host_reader(ctx)
+
     def cum(x: Any, axis: Any) -> Any:
         rank = np.ndim(x)
-        a = int(np.asarray(axis).reshape(-1)[0])
+        a = int(read(axis).reshape(-1)[0])
         if a < -rank or a >= rank:
             raise InvalidArgumentError(None, None, f"ScanOp: Expected scan axis in the range "
                                                    f"[{-rank}, {rank}), but got {a}")

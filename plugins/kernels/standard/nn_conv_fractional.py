@@ -18,7 +18,7 @@ from flowrt.graph import Tensor, apply_op
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
-from ._common import ks
+from ._common import host_reader, ks
 from ._common import invalid as _invalid
 from .array_grad import shape_tensor
 from .nn_ops import _shape_error, _with_rank
@@ -93,8 +93,11 @@ def pooling_sequence(n_in: int, n_out: int, rng: np.random.Generator,
     return np.concatenate([[0], np.cumsum(diff)]).astype(np.int64)
 
 
-def _windows(seq: Any, n_in: int, overlapping: bool) -> list[tuple[int, int]]:
-    s = [int(v) for v in (seq.get() if hasattr(seq, "get") else np.asarray(seq))]
+def _windows(seq: Any, n_in: int, overlapping: bool,
+             to_host: Callable[[Any], np.ndarray]) -> list[tuple[int, int]]:
+    """The ``[start, end)`` windows of a pooling sequence brought to host memory by
+    ``to_host`` (the kernel's ``host_reader``)."""
+    s = [int(v) for v in to_host(seq).reshape(-1).tolist()]
     out = []
     for i in range(len(s) - 1):
         end = s[i + 1] if overlapping else s[i + 1] - 1
@@ -130,7 +133,8 @@ def _frac_kernel(mode: str) -> Callable[[Any], Callable]:
                                f"would be [{oh}, {ow}] for an input of [{h}, {w}]")
             rs = pooling_sequence(h, oh, rng, pseudo)
             cs = pooling_sequence(w, ow, rng, pseudo)
-            rw, cw = _windows(rs, h, overlap), _windows(cs, w, overlap)
+            rw = _windows(rs, h, overlap, np.asarray)
+            cw = _windows(cs, w, overlap, np.asarray)
             cdt = out_dt if mode == "max" else (np.float64 if out_dt == np.float64 else
                                                 np.float32)
             xc = x.astype(cdt, copy=False)
@@ -158,10 +162,11 @@ def _frac_max_grad_kernel(ctx: Any) -> Callable:
     """FractionalMaxPoolGrad: each output gradient to the first maximum of its window."""
     xp = ctx.xp
     overlap = bool(ctx.attrs.get("overlapping"))
+    host = host_reader(ctx)
 
     def fractional_max_pool_grad(x: Any, y: Any, dy: Any, rs: Any, cs: Any) -> Any:
         n, h, w, c = x.shape
-        rw, cw = _windows(rs, h, overlap), _windows(cs, w, overlap)
+        rw, cw = _windows(rs, h, overlap, host), _windows(cs, w, overlap, host)
         if list(dy.shape) != [n, len(rw), len(cw), c] or dy.shape != y.shape:
             raise _invalid("FractionalMaxPoolGrad: out_backprop and orig_output must have "
                            f"the shape [{n}, {len(rw)}, {len(cw)}, {c}]")
@@ -185,14 +190,15 @@ def _frac_avg_grad_kernel(ctx: Any) -> Callable:
     """FractionalAvgPoolGrad: each output gradient spread evenly over its window."""
     xp = ctx.xp
     overlap = bool(ctx.attrs.get("overlapping"))
+    host = host_reader(ctx)
 
     def fractional_avg_pool_grad(shape: Any, dy: Any, rs: Any, cs: Any) -> Any:
-        s = [int(v) for v in np.asarray(shape).reshape(-1)]
+        s = [int(v) for v in host(shape).reshape(-1).tolist()]
         if len(s) != 4:
             raise _invalid("FractionalAvgPoolGrad: orig_input_tensor_shape must have 4 "
                            "elements")
         n, h, w, c = s
-        rw, cw = _windows(rs, h, overlap), _windows(cs, w, overlap)
+        rw, cw = _windows(rs, h, overlap, host), _windows(cs, w, overlap, host)
         if list(dy.shape) != [n, len(rw), len(cw), c]:
             raise _invalid("FractionalAvgPoolGrad: out_backprop has the wrong shape")
         dx = xp.zeros(s, dy.dtype)

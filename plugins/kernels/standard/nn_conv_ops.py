@@ -27,6 +27,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
+from ._common import host_reader
 from .array_grad import shape_tensor
 from .array_ops import _convert, _shape_value, _static_value
 from .nn_ops import window_patches
@@ -334,11 +335,13 @@ def _check_rank(op_type: str, what: str, a: Any, rank: int) -> None:
         raise _invalid(f"{op_type}: {what} must be {rank}-dimensional: {_fmt(a.shape)}")
 
 
-def _sizes(op_type: str, what: str, sizes: Any, rank: int) -> list[int]:
+def _sizes(op_type: str, what: str, sizes: Any, rank: int,
+           to_host: Callable[[Any], np.ndarray]) -> list[int]:
+    sizes = to_host(sizes)
     if np.ndim(sizes) != 1 or np.size(sizes) != rank:
         raise _invalid(f"{op_type}: {what} must be 1-dim with {rank} elements, not "
                        f"{_fmt(np.shape(sizes))}")
-    s = _ilist(sizes)
+    s = _ilist(sizes, np.asarray)
     if any(v < 0 for v in s):
         raise _invalid(f"{op_type}: {what} must be non-negative, got {_fmt(s)}")
     return s
@@ -357,6 +360,7 @@ def _conv_kernels(op_type: str, nsp: int, default_format: str, depthwise: bool,
         spec = ConvSpec(ctx.attrs, op_type, nsp, default_format)
         out_dt = ctx.output_dtypes[0].np
         cdt = _float_compute_dtype(ctx.output_dtypes[0])
+        host = host_reader(ctx)
 
         def fwd(x: Any, w: Any) -> Any:
             _check_rank(op_type, "input", x, rank)
@@ -369,7 +373,7 @@ def _conv_kernels(op_type: str, nsp: int, default_format: str, depthwise: bool,
                 _check_rank(op_type, "input", sizes, rank)
                 s = list(sizes.shape)
             else:
-                s = _sizes(op_type, "input_sizes", sizes, rank)
+                s = _sizes(op_type, "input_sizes", sizes, rank, host)
             _check_rank(op_type, "filter", w, rank)
             _check_rank(op_type, "out_backprop", dy, rank)
             dx = conv_backprop_input(xp, spec, spec.sizes_last(s), w, spec.to_last(xp, dy),
@@ -381,7 +385,7 @@ def _conv_kernels(op_type: str, nsp: int, default_format: str, depthwise: bool,
                 _check_rank(op_type, "filter", sizes, rank)
                 s = list(sizes.shape)
             else:
-                s = _sizes(op_type, "filter_sizes", sizes, rank)
+                s = _sizes(op_type, "filter_sizes", sizes, rank, host)
             _check_rank(op_type, "input", x, rank)
             _check_rank(op_type, "out_backprop", dy, rank)
             dw = conv_backprop_filter(xp, spec, spec.to_last(xp, x), s,

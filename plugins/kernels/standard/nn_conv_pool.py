@@ -24,6 +24,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
+from ._common import host_reader
 from .nn_grad import register_pool_gradients
 from .array_ops import _shape_value
 from .nn_conv_ops import im2col, window_keys
@@ -333,12 +334,14 @@ def _avg_pool3d_grad_kernel(ctx: Any) -> Callable:
     _no_double("AvgPool3DGrad", ctx.output_dtypes[0])
     out_dt = ctx.output_dtypes[0].np
     cdt = _float_compute_dtype(ctx.output_dtypes[0])
+    host = host_reader(ctx)
 
     def avg_pool3d_grad(shape: Any, dy: Any) -> Any:
+        shape = host(shape)
         if np.ndim(shape) != 1 or np.size(shape) != 5:
             raise _invalid("AvgPool3DGrad: orig_input_shape must be 1-dimensional and 5 "
                            "elements")
-        s = spec.sizes_last(_ilist(shape))
+        s = spec.sizes_last(_ilist(shape, np.asarray))
         dy = spec.to_last(xp, dy)
         geo = spec.geometry(s[1:-1])
         _check_out(spec, "grad", dy, spec.out_shape(s, geo))

@@ -19,7 +19,7 @@ from flowrt.graph import Tensor, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
-from ._common import ks
+from ._common import host_reader, ks
 from ._common import invalid as _invalid
 from .array_ops import _static_value
 from .nn_ops import _shape_error, _with_rank, _with_rank_at_least
@@ -28,10 +28,10 @@ __all__ = ["space_to_batch_nd", "batch_to_space_nd", "space_to_batch", "batch_to
            "space_to_depth", "depth_to_space", "required_space_to_batch_paddings"]
 
 
-def _host_ints(a: Any) -> np.ndarray:
-    if hasattr(a, "get"):  # cupy
-        a = a.get()
-    return np.asarray(a).astype(np.int64)
+def _host_ints(a: Any, to_host: Callable[[Any], np.ndarray]) -> np.ndarray:
+    """An int input as a host int64 array, brought over by ``to_host`` (the kernel's
+    ``host_reader``)."""
+    return to_host(a).astype(np.int64)
 
 
 # =======================================================================================
@@ -109,10 +109,11 @@ ks.op(
 )
 
 
-def _check_block(op_type: str, x: Any, block: Any, pads: Any, what: str
+def _check_block(op_type: str, x: Any, block: Any, pads: Any, what: str,
+                 to_host: Callable[[Any], np.ndarray]
                  ) -> tuple[list[int], list[tuple[int, int]]]:
-    b = _host_ints(block)
-    p = _host_ints(pads)
+    b = _host_ints(block, to_host)
+    p = _host_ints(pads, to_host)
     if b.ndim != 1:
         raise _invalid(f"{op_type}: block_shape must be 1-D, not {list(b.shape)}")
     m = b.shape[0]
@@ -185,9 +186,10 @@ def batch_to_space_array(xp: Any, x: Any, block: list[int], crops: list[tuple[in
 @ks.kernel("SpaceToBatchND", host_memory=("block_shape", "paddings"))
 def _space_to_batch_nd_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def space_to_batch_nd(x: Any, block: Any, pads: Any) -> Any:
-        b, p = _check_block("SpaceToBatchND", x, block, pads, "paddings")
+        b, p = _check_block("SpaceToBatchND", x, block, pads, "paddings", host)
         return space_to_batch_array(xp, x, b, p)
 
     return space_to_batch_nd
@@ -196,9 +198,10 @@ def _space_to_batch_nd_kernel(ctx: Any) -> Callable:
 @ks.kernel("BatchToSpaceND", host_memory=("block_shape", "crops"))
 def _batch_to_space_nd_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def batch_to_space_nd(x: Any, block: Any, crops: Any) -> Any:
-        b, c = _check_block("BatchToSpaceND", x, block, crops, "crops")
+        b, c = _check_block("BatchToSpaceND", x, block, crops, "crops", host)
         return batch_to_space_array(xp, x, b, c)
 
     return batch_to_space_nd
@@ -268,11 +271,12 @@ ks.op(
 def _space_to_batch_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     bs = int(ctx.attrs["block_size"])
+    host = host_reader(ctx)
 
     def space_to_batch(x: Any, pads: Any) -> Any:
         if x.ndim != 4:
             raise _invalid(f"SpaceToBatch: input rank should be 4 instead of {x.ndim}")
-        b, p = _check_block("SpaceToBatch", x, np.array([bs, bs]), pads, "paddings")
+        b, p = _check_block("SpaceToBatch", x, np.array([bs, bs]), pads, "paddings", host)
         return space_to_batch_array(xp, x, b, p, "SpaceToBatch")
 
     return space_to_batch
@@ -282,11 +286,12 @@ def _space_to_batch_kernel(ctx: Any) -> Callable:
 def _batch_to_space_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
     bs = int(ctx.attrs["block_size"])
+    host = host_reader(ctx)
 
     def batch_to_space(x: Any, crops: Any) -> Any:
         if x.ndim != 4:
             raise _invalid(f"BatchToSpace: input rank should be 4 instead of {x.ndim}")
-        b, c = _check_block("BatchToSpace", x, np.array([bs, bs]), crops, "crops")
+        b, c = _check_block("BatchToSpace", x, np.array([bs, bs]), crops, "crops", host)
         return batch_to_space_array(xp, x, b, c, "BatchToSpace")
 
     return batch_to_space

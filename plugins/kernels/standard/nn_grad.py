@@ -25,6 +25,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import constant_value, ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
+from ._common import host_reader
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
 from .nn_ops import batch_parts, window_patches
@@ -462,11 +463,13 @@ class _ConvGeometry:
                 for i in range(kh) for j in range(kw)]
 
 
-def _sizes_arg(sizes: Any, name: str, op_type: str) -> list[int]:
+def _sizes_arg(sizes: Any, name: str, op_type: str,
+               to_host: Callable[[Any], np.ndarray]) -> list[int]:
+    sizes = to_host(sizes)
     if np.ndim(sizes) != 1 or np.size(sizes) != 4:
         raise _invalid(f"{op_type}: {name} input must be 1-dim with 4 elements, not "
                        f"{_fmt(np.shape(sizes))}")
-    s = _ilist(sizes)
+    s = _ilist(sizes, np.asarray)
     if any(v < 0 for v in s):
         raise _invalid(f"{op_type}: {name} must be non-negative, got {_fmt(s)}")
     return s
@@ -478,9 +481,11 @@ def _conv2d_backprop_input_kernel(ctx: Any) -> Callable:
     geo = _ConvGeometry(ctx)
     out_dt = ctx.output_dtypes[0].np
     cdt = _float_compute_dtype(ctx.output_dtypes[0])
+    host = host_reader(ctx)
 
     def conv2d_backprop_input(input_sizes: Any, w: Any, dy: Any) -> Any:
-        n, h, wd, c = geo.sizes_nhwc(_sizes_arg(input_sizes, "input_sizes", geo.op_type))
+        n, h, wd, c = geo.sizes_nhwc(_sizes_arg(input_sizes, "input_sizes", geo.op_type,
+                                                host))
         if w.ndim != 4:
             raise _invalid(f"{geo.op_type}: filter must be 4-dimensional: {_fmt(w.shape)}")
         if dy.ndim != 4:
@@ -523,9 +528,10 @@ def _conv2d_backprop_filter_kernel(ctx: Any) -> Callable:
     geo = _ConvGeometry(ctx)
     out_dt = ctx.output_dtypes[0].np
     cdt = _float_compute_dtype(ctx.output_dtypes[0])
+    host = host_reader(ctx)
 
     def conv2d_backprop_filter(x: Any, filter_sizes: Any, dy: Any) -> Any:
-        kh, kw, fc, fo = _sizes_arg(filter_sizes, "filter_sizes", geo.op_type)
+        kh, kw, fc, fo = _sizes_arg(filter_sizes, "filter_sizes", geo.op_type, host)
         if x.ndim != 4:
             raise _invalid(f"{geo.op_type}: input must be 4-dimensional: {_fmt(x.shape)}")
         if dy.ndim != 4:
@@ -927,14 +933,16 @@ def _avg_pool_grad_kernel(ctx: Any) -> Callable:
     pg = _PoolGeometry(ctx, avg=True)
     out_dt = ctx.output_dtypes[0].np
     cdt = _float_compute_dtype(ctx.output_dtypes[0])
+    host = host_reader(ctx)
 
     def avg_pool_grad(orig_shape: Any, dy: Any) -> Any:
+        orig_shape = host(orig_shape)
         if np.ndim(orig_shape) != 1 or np.size(orig_shape) != 4:
             raise _invalid(f"orig_input_shape must be 1-dimensional and 4 elements, got "
                            f"{_fmt(np.shape(orig_shape))}")
         if dy.ndim != 4:
             raise _invalid(f"grad must be 4-dimensional: {_fmt(dy.shape)}")
-        s = _ilist(orig_shape)
+        s = _ilist(orig_shape, np.asarray)
         shape = (s[0], s[2], s[3], s[1]) if pg.nchw else tuple(s)
         dy = pg.to_nhwc(xp, dy)
         dims = shape[1:]

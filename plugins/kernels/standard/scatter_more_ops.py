@@ -12,20 +12,16 @@ from flowrt.graph import Tensor, apply_op, convert_to_tensor
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
-from ._common import ks
+from ._common import host_reader, ks
 from ._common import invalid as _invalid
 from .state_ops import _frozen, _ref_of
 
 
-def _host(x: Any) -> np.ndarray:
-    """An index input as a host array (it may come from a GPU)."""
-    return x.get() if hasattr(x, "get") else np.asarray(x)
-
-
-def _nd_positions(shape: tuple[int, ...], idx: Any, upd: Any) -> tuple[tuple, Any]:
-    """The index tuple of ``idx`` (``[..., k]``) into an array of ``shape`` and the
-    updates reshaped to one row per index, checked as TF's scatter_nd kernels check."""
-    idx = _host(idx)
+def _nd_positions(shape: tuple[int, ...], idx: np.ndarray, upd: np.ndarray
+                  ) -> tuple[tuple, Any]:
+    """The index tuple of ``idx`` (``[..., k]``, in host memory) into an array of
+    ``shape`` and the updates reshaped to one row per index, checked as TF's scatter_nd
+    kernels check."""
     k = idx.shape[-1] if idx.ndim else 0
     if idx.ndim < 1 or k > len(shape):
         raise _invalid(f"indices.shape[-1] must be <= params rank, got indices shape "
@@ -59,9 +55,11 @@ for _op in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub"):
 
 def _tensor_scatter_kernel(kind: str) -> Callable[[Any], Callable]:
     def factory(ctx: Any) -> Callable:
+        host = host_reader(ctx)
+
         def scatter(tensor: Any, indices: Any, updates: Any) -> Any:
-            t = _host(tensor)
-            key, upd = _nd_positions(tuple(t.shape), indices, _host(updates))
+            t = host(tensor)
+            key, upd = _nd_positions(tuple(t.shape), host(indices), host(updates))
             out = np.array(t, copy=True)
             if kind == "update":
                 out[key] = upd
@@ -136,14 +134,16 @@ for _op, _shape in (("ScatterMax", "rows"), ("ScatterMin", "rows"), ("ScatterNdS
 
 def _ref_scatter_kernel(kind: str) -> Callable[[Any], Callable]:
     def factory(ctx: Any) -> Callable:
+        host = host_reader(ctx)
+
         def apply(cur: np.ndarray, idx: Any, upd: Any) -> np.ndarray:
-            upd = np.asarray(upd, dtype=cur.dtype)
+            idx, upd = host(idx), host(upd).astype(cur.dtype, copy=False)
             new = np.array(cur, copy=True)
             if kind == "nd_sub":
                 key, rows = _nd_positions(tuple(cur.shape), idx, upd)
                 np.subtract.at(new, key, rows)
                 return new
-            flat = _host(idx).reshape(-1)
+            flat = idx.reshape(-1)
             n = cur.shape[0] if cur.ndim else 0
             bad = np.nonzero((flat < 0) | (flat >= n))[0]
             if bad.size:
@@ -203,9 +203,10 @@ ks.op(OpDef("Roll", inputs=["input: T", "shift: Tshift", "axis: Taxis"],
 @ks.kernel("Roll", host_memory=("shift", "axis"))
 def _roll_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def roll(x: Any, shift: Any, axis: Any) -> Any:
-        s, a = _host(shift), _host(axis)
+        s, a = host(shift), host(axis)
         if s.ndim > 1 or a.ndim > 1 or s.shape != a.shape:
             raise _invalid(f"shift and axis must have the same size, got shift shape "
                            f"{list(s.shape)} and axis shape {list(a.shape)}")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from flowrt import dtypes as _dt
+from flowrt.device import host_array
 from flowrt.graph import Tensor, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
@@ -45,7 +46,9 @@ def _where(op: Any) -> str:
 
 
 def _host(xp: Any, a: Any) -> np.ndarray:
-    return np.asarray(a) if xp is np else xp.asnumpy(a)
+    """``a`` in host memory: as it is on the CPU, else through the ``to_host`` of the
+    device type holding it (the device-array contract)."""
+    return np.asarray(a) if xp is np else host_array(a)
 
 
 _REAL = "float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, uint64"

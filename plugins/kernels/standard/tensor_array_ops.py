@@ -14,17 +14,18 @@ reads from it. Writes to a gradient array add up instead of failing.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from flowrt import dtypes as _dt
 from flowrt import errors
+from flowrt.device import host_array
 from flowrt.graph import Tensor, api_function, apply_op, convert_to_tensor, name_scope
 from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
-from ._common import constant_value, ks
+from ._common import constant_value, host_reader, ks
 from ._common import invalid as _invalid
 
 __all__ = ["TensorArray"]
@@ -229,9 +230,10 @@ def _ta_kernel(ctx: Any) -> Any:
     dtype = _dt.as_dtype(a["dtype"]).np
     name = a.get("tensor_array_name") or ctx.node_name
     es = _np_shape(a.get("element_shape"))
+    host = host_reader(ctx)
 
     def make(size: Any) -> tuple[Any, Any]:
-        n = int(size)
+        n = _index(host, size)
         if n < 0:
             raise _invalid(f"Size should be >= 0, got {n} for TensorArray {name}")
         st = _TensorArrayState(name, dtype, n, bool(a.get("dynamic_size")),
@@ -265,37 +267,44 @@ def _ta_grad_kernel(ctx: Any) -> Any:
 
 @ks.kernel("TensorArrayWriteV3", all_devices=True)
 def _ta_write_kernel(ctx: Any) -> Any:
+    host = host_reader(ctx)
+
     def write(h: Any, index: Any, value: Any, flow: Any) -> Any:
         st = _state(h)
+        i = _index(host, index)
         with st.lock:
-            st.write(int(index), value)
+            st.write(i, value)
         return flow
 
     return write
 
 
+def _index(host: Callable[[Any], np.ndarray], x: Any) -> int:
+    """A scalar int input (an index, a size) as a Python int: on a device it may be a
+    device array (made by an op placed there, such as a ``Range`` in a ``dynamic_rnn``),
+    read through ``host``, the kernel's ``host_reader``."""
+    return int(x) if isinstance(x, (int, np.integer)) else int(host(x))
+
+
 def _in_module(v: Any, xp: Any) -> Any:
     """An element as an array of the kernel's array module ``xp``: elements written on
-    another device type (a CPU write, a GPU stack) are copied across."""
+    another device type (a CPU write, a GPU stack) are copied across; to the host
+    through the device type that holds the element (:func:`flowrt.device.host_array`)."""
     if xp is np:
-        return v.get() if hasattr(v, "get") else np.asarray(v)
+        return v if isinstance(v, np.ndarray) else host_array(v)
     return xp.asarray(v)
-
-
-def _on_host(x: Any) -> np.ndarray:
-    """An index or length input as a host array: on a GPU it may be a device array
-    (made by an op placed there, such as a ``Range`` in a ``dynamic_rnn``)."""
-    return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
 @ks.kernel("TensorArrayReadV3", all_devices=True)
 def _ta_read_kernel(ctx: Any) -> Any:
     xp = ctx.xp
+    host = host_reader(ctx)
 
     def read(h: Any, index: Any, flow: Any) -> Any:
         st = _state(h)
+        i = _index(host, index)
         with st.lock:
-            return st.read(int(index), xp)
+            return st.read(i, xp)
 
     return read
 
@@ -304,10 +313,11 @@ def _ta_read_kernel(ctx: Any) -> Any:
 def _ta_gather_kernel(ctx: Any) -> Any:
     xp = ctx.xp
     attr_es = _np_shape(ctx.attrs.get("element_shape"))
+    host = host_reader(ctx)
 
     def gather(h: Any, indices: Any, flow: Any) -> Any:
         st = _state(h)
-        idx = [int(i) for i in _on_host(indices).reshape(-1)]
+        idx = host(indices).reshape(-1).tolist()
         with st.lock:
             st.check_open()
             if not idx:
@@ -332,9 +342,11 @@ def _ta_gather_kernel(ctx: Any) -> Any:
 
 @ks.kernel("TensorArrayScatterV3", all_devices=True)
 def _ta_scatter_kernel(ctx: Any) -> Any:
+    host = host_reader(ctx)
+
     def scatter(h: Any, indices: Any, value: Any, flow: Any) -> Any:
         st = _state(h)
-        idx = [int(i) for i in _on_host(indices).reshape(-1)]
+        idx = host(indices).reshape(-1).tolist()
         if value.ndim == 0 or value.shape[0] != len(idx):
             raise _invalid(f"Expected len(indices) == values.shape[0], but saw: "
                            f"{len(idx)} vs. {value.shape[0] if value.ndim else 0}")
@@ -386,9 +398,11 @@ def _ta_concat_kernel(ctx: Any) -> Any:
 
 @ks.kernel("TensorArraySplitV3", all_devices=True)
 def _ta_split_kernel(ctx: Any) -> Any:
+    host = host_reader(ctx)
+
     def split(h: Any, value: Any, lengths: Any, flow: Any) -> Any:
         st = _state(h)
-        lens = [int(x) for x in _on_host(lengths).reshape(-1)]
+        lens = host(lengths).reshape(-1).tolist()
         if value.ndim == 0:
             raise _invalid("Expected value to be at least a vector, but received shape: []")
         if sum(lens) != value.shape[0]:
