@@ -18,7 +18,7 @@ Run the whole cluster from one command (``--launch``: one process per task; with
 or one task per command, so that tasks can be killed and restarted one by one (the ps
 tasks are ``flowrt server`` processes; a worker process also serves its own task)::
 
-    flowrt server --cluster cluster.json --job ps --task 0
+    flowrt server --cluster cluster.json --job ps --task 0 --checkpoint-dir CKPT_DIR
     python examples/distributed_train.py --cluster cluster.json --job worker --task 0 ...
 
 The chief prints and (``--result FILE``) writes the final test accuracy. The same
@@ -235,6 +235,8 @@ def launch_processes(a: argparse.Namespace, argv: list[str]) -> int:
                            "--cluster", cfile, "--job", "ps", "--task", str(i)]
                 if a.intra_op_threads:
                     cmd += ["--intra-op-threads", str(a.intra_op_threads)]
+                if a.impl != "tf" and a.checkpoint_dir:  # the ps writes the checkpoints
+                    cmd += ["--checkpoint-dir", os.path.abspath(a.checkpoint_dir)]
                 procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True))
                 _relay(procs[-1], f"ps{i}")

@@ -57,7 +57,7 @@ class Cluster:
     def start_ps(self) -> None:
         self._popen("ps", [sys.executable, "-m", "flowrt.cli", "server", "--cluster",
                            str(self.cluster_file), "--job", "ps", "--task", "0",
-                           "--protocol", self.protocol])
+                           "--protocol", self.protocol, "--file-root", str(self.tmp)])
         self.wait_for("ps", "serving")
 
     def start_worker(self, task: int, *args: str) -> None:

@@ -65,6 +65,9 @@ class SessionState:
         self.handle = handle
         self.stateful_kernels: dict[tuple[str, str], Callable[..., Any]] = {}
         self.lock = threading.Lock()
+        #: which paths file ops may touch (plugin.file_policy; a server's worker sets it,
+        #: None: unrestricted)
+        self.file_policy: Any = None
 
 
 class NodeStat:

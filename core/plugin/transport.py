@@ -55,12 +55,14 @@ class Transport:
         ``address`` and ``stop()``."""
         raise NotImplementedError(f"transport {self.scheme}: need start_server")
 
-    def master_client(self, address: str) -> Any:
-        """A client of the master service at ``address``."""
+    def master_client(self, address: str, **options: Any) -> Any:
+        """A client of the master service at ``address`` (``options``: what the
+        transport takes, e.g. ``security=``)."""
         raise NotImplementedError(f"transport {self.scheme}: need master_client")
 
-    def worker_client(self, address: str) -> Any:
-        """A client of the worker service at ``address``."""
+    def worker_client(self, address: str, **options: Any) -> Any:
+        """A client of the worker service at ``address`` (``options`` as for
+        :meth:`master_client`)."""
         raise NotImplementedError(f"transport {self.scheme}: need worker_client")
 
     #: optional: ``free_addresses(k) -> list[str]``, ``k`` addresses a test may serve
@@ -120,13 +122,13 @@ class DeferredTransport(Transport):
         """:meth:`Transport.start_server` of the loaded transport."""
         return self.load().start_server(address, master, worker)
 
-    def master_client(self, address: str) -> Any:
+    def master_client(self, address: str, **options: Any) -> Any:
         """:meth:`Transport.master_client` of the loaded transport."""
-        return self.load().master_client(address)
+        return self.load().master_client(address, **options)
 
-    def worker_client(self, address: str) -> Any:
+    def worker_client(self, address: str, **options: Any) -> Any:
         """:meth:`Transport.worker_client` of the loaded transport."""
-        return self.load().worker_client(address)
+        return self.load().worker_client(address, **options)
 
     #: attributes of the declaration itself; any other is the loaded transport's
     _OWN = frozenset({"scheme", "plugin", "runtime", "_where", "_loaded", "_lock"})

@@ -35,16 +35,18 @@ class TensorMeta(_message.Message):
     def __init__(self, dtype: _Optional[_Union[_types_pb2.DataType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., buffer: _Optional[int] = ..., is_dead: _Optional[bool] = ..., proto: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., shm: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ("status", "body", "tensors", "host")
+    __slots__ = ("status", "body", "tensors", "host", "token")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
     TENSORS_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
     status: Status
     body: bytes
     tensors: _containers.RepeatedCompositeFieldContainer[TensorMeta]
     host: str
-    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., body: _Optional[bytes] = ..., tensors: _Optional[_Iterable[_Union[TensorMeta, _Mapping]]] = ..., host: _Optional[str] = ...) -> None: ...
+    token: bytes
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., body: _Optional[bytes] = ..., tensors: _Optional[_Iterable[_Union[TensorMeta, _Mapping]]] = ..., host: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class DeviceAttributes(_message.Message):
     __slots__ = ("name", "device_type", "memory_limit", "incarnation")
