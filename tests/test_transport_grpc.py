@@ -415,3 +415,227 @@ def test_channels_are_shared_and_close_when_the_last_handle_does(served):
     c = t.connect(srv.address)  # a fresh channel
     assert c.call("T/Echo", b"again", [], timeout=WAIT)[0] == b"again"
     c.close()
+
+
+# -- call streams --------------------------------------------------------------------------
+
+def _stream_counts(srv: G.GrpcServer, ch: G.GrpcChannel) -> tuple[int, int]:
+    """(call streams the server has open, idle ones the channel keeps)."""
+    with srv._streams_lock:
+        served = len(srv._streams)
+    return served, len(ch._shared.idle)
+
+
+def test_sequential_calls_reuse_one_call_stream(served):
+    srv, ch = served()
+    for i in range(30):
+        h, out = ch.call("T/Echo", b"%d" % i, [b"x" * i], timeout=WAIT)
+        assert h == b"T/Echo|%d" % i and _bytes(out) == [b"x" * i]
+    assert _stream_counts(srv, ch) == (1, 1)
+
+
+def test_concurrent_calls_get_their_own_replies(served):
+    n = 40
+    arrived = threading.Barrier(n, timeout=WAIT)
+
+    def handler(method, header, bufs):
+        arrived.wait()  # all n are in flight at once, each on a stream of its own
+        time.sleep(0.001 * (int(header) % 7))  # replies come back out of order
+        return header, [bytes(bufs[0])[::-1], np.full(int(header), int(header), np.int32)]
+
+    srv, ch = served(handler)
+    calls = [Bg(lambda i=i: ch.call("T/Meet", b"%d" % i, [b"p%d" % i], timeout=WAIT))
+             for i in range(n)]
+    for i, c in enumerate(calls):
+        h, (rev, arr) = c.result(WAIT + 2)
+        assert h == b"%d" % i and bytes(rev) == (b"p%d" % i)[::-1]
+        np.testing.assert_array_equal(np.frombuffer(arr, np.int32), np.full(i, i, np.int32))
+    served_n, idle = _stream_counts(srv, ch)
+    assert idle == min(n, G.MAX_IDLE_STREAMS)
+    # the streams beyond the idle ones were closed: their server threads are free
+    _threads_wait(lambda: _stream_counts(srv, ch)[0] == idle)
+
+
+def _threads_wait(pred, timeout: float = WAIT) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_a_cancelled_call_ends_its_stream_and_the_next_call_works(served):
+    release = threading.Event()
+    entered = threading.Event()
+
+    def handler(method, header, bufs):
+        if method == "T/Block":
+            entered.set()
+            release.wait(WAIT)
+        return header, bufs
+
+    srv, ch = served(handler)
+    assert ch.call("T/Echo", b"warm", [], timeout=WAIT)[0] == b"warm"
+    cancel = threading.Event()
+    blocked = Bg(lambda: ch.call("T/Block", b"", [], cancel=cancel))
+    assert entered.wait(WAIT)
+    t0 = time.monotonic()
+    cancel.set()
+    err = blocked.error(WAIT)
+    assert isinstance(err, errors.CancelledError) and srv.address in str(err)
+    assert time.monotonic() - t0 < 1.0  # the watchdog looks every 100 ms
+    # the blocked handler's stream is not reused: the next call runs at once elsewhere
+    assert ch.call("T/Echo", b"next", [b"n"], timeout=WAIT) == (b"next", [memoryview(b"n")])
+    release.set()
+    # a call whose event is already set is never sent
+    with pytest.raises(errors.CancelledError, match="T/Echo"):
+        ch.call("T/Echo", b"", [], cancel=cancel)
+
+
+def test_a_deadline_ends_the_stream_and_a_late_reply_reaches_nobody(served):
+    release = threading.Event()
+    srv, ch = served(lambda m, h, b: (release.wait(WAIT) if m == "T/Slow" else None,
+                                      (h, b))[1])
+    t0 = time.monotonic()
+    with pytest.raises(errors.DeadlineExceededError,
+                       match=r"T/Slow to 127\.0\.0\.1:\d+: deadline exceeded after 0.3 s"):
+        ch.call("T/Slow", b"late", [], timeout=0.3)
+    assert 0.25 < time.monotonic() - t0 < 1.5
+    release.set()  # the slow reply goes out now, on a stream its caller gave up
+    for i in range(5):
+        assert ch.call("T/Echo", b"%d" % i, [], timeout=WAIT)[0] == b"%d" % i
+    # short deadlines that are met leave the stream in use
+    for i in range(5):
+        assert ch.call("T/Echo", b"ok", [], timeout=2.0)[0] == b"ok"
+    assert _stream_counts(srv, ch)[1] == 1
+
+
+def test_transport_failures_end_the_stream_with_the_unary_error_classes(served):
+    srv, ch = served(lambda m, h, b: (b"", [bytes(5000)]) if m == "T/Get" else (h, b),
+                     limit=4000, client_limit=1 << 20)
+    with pytest.raises(errors.ResourceExhaustedError, match="reply to T/Get"):
+        ch.call("T/Get", b"", [], timeout=WAIT)
+    with pytest.raises(errors.ResourceExhaustedError, match="4000"):
+        ch.call("T/Big", b"", [bytes(4500)], timeout=WAIT)
+    assert ch.call("T/Echo", b"fine", [b"z"], timeout=WAIT)[0] == b"fine"
+
+
+def test_garbage_on_the_call_stream_is_refused(served):
+    calls = []
+    srv, ch = served(lambda m, h, b: (calls.append(m), (h, b))[1])
+    good = G._call_message(5, b"T/Echo", G.encode_frame(b"h", [b"x"])[0])
+    with grpc.insecure_channel(srv.address) as raw:
+        stream = raw.stream_stream(G._CALLS_PATH)
+        for bad in [b"", b"short", good[:-1],
+                    G._call_message(5, b"", G.encode_frame(b"h")[0]),  # no method
+                    struct.pack("<QII", 1, 1000, 0) + b"T",  # the method runs past the end
+                    struct.pack("<QII", 1, 2, 7) + bytes(14),  # the zero field is not zero
+                    G._call_message(5, b"\xff\xfe", G.encode_frame(b"h")[0]),
+                    G._call_message(5, b"T/Echo", G.encode_frame(b"t", (), G.KIND_PENDING)[0])]:
+            with pytest.raises(grpc.RpcError) as e:
+                list(stream(iter([bad]), timeout=WAIT))
+            assert e.value.code() == grpc.StatusCode.INTERNAL, bad
+        # a well-formed stream answers each request, in turn, with its call id
+        replies = list(stream(iter([good, good.replace(b"\x05", b"\x06", 1)]), timeout=WAIT))
+        assert [G._split_call(r, 1 << 20)[0] for r in replies] == [5, 6]
+        assert G._split_call(replies[0], 1 << 20)[3] == b"h"
+    assert calls == ["T/Echo", "T/Echo"]
+
+
+def test_unary_calls_when_call_streams_are_off(served):
+    srv, ch = served()
+    ch._shared.streams = False
+    assert ch.call("T/Echo", b"u", [b"1"], timeout=WAIT) == (b"T/Echo|u", [memoryview(b"1")])
+    assert _stream_counts(srv, ch) == (0, 0)
+
+
+def test_stop_ends_idle_streams_at_once_and_a_call_in_flight_after_the_grace(served):
+    release = threading.Event()
+    srv, ch = served(lambda m, h, b: (release.wait(WAIT) if m == "T/Hang" else None,
+                                      (h, b))[1])
+    other = G.GrpcTransport().connect(srv.address)
+    try:
+        for c in (ch, other):  # two clients, each with an idle stream
+            assert c.call("T/Echo", b"x", [], timeout=WAIT)[0] == b"x"
+        t0 = time.monotonic()
+        srv.stop(grace=3.0)  # nothing in flight: idle streams do not hold it up
+        assert time.monotonic() - t0 < 1.5
+        with pytest.raises(errors.UnavailableError, match=srv.address):
+            other.call("T/Echo", b"", [], timeout=WAIT)
+    finally:
+        other.close()
+        release.set()
+
+
+_RESTARTABLE = """
+import sys, time
+from flowrt.plugins.transports.grpc import GrpcTransport
+def handler(method, header, bufs):
+    if method == "T/Hang":
+        time.sleep(60)
+    return header + sys.argv[2].encode(), bufs
+srv = GrpcTransport().serve(sys.argv[1], handler)
+print(srv.address, flush=True)
+time.sleep(60)
+"""
+
+
+def _serve_child(addr: str, tag: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", _RESTARTABLE, addr, tag],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = Bg(proc.stdout.readline).result(30)
+    assert line.strip() == addr
+    return proc
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, 9)
+    proc.wait(5)
+    proc.stdout.close()
+
+
+def test_a_killed_peer_fails_the_calls_on_its_streams_and_a_restarted_one_is_reached():
+    addr = f"127.0.0.1:{_free_port()}"
+    first = _serve_child(addr, "-1")
+    t = G.GrpcTransport()
+    ch = t.connect(addr)
+    try:
+        for _ in range(3):
+            assert ch.call("T/Echo", b"a", [], timeout=WAIT)[0] == b"a-1"
+        hung = [Bg(lambda: ch.call("T/Hang", b"", [], timeout=30)) for _ in range(3)]
+        time.sleep(0.3)
+        assert all(h.alive() for h in hung)
+        t0 = time.monotonic()
+        os.kill(first.pid, 9)
+        for h in hung:  # every pending call fails, naming the address
+            err = h.error(5)
+            assert isinstance(err, errors.UnavailableError) and addr in str(err)
+        assert time.monotonic() - t0 < 2.5
+        with pytest.raises(errors.UnavailableError, match=addr):
+            ch.call("T/Echo", b"", [], timeout=WAIT)
+        _kill(first)
+        second = _serve_child(addr, "-2")
+        try:
+            end = time.monotonic() + 10  # the channel reconnects (backoff up to 2 s)
+            while True:
+                try:
+                    assert ch.call("T/Echo", b"b", [], timeout=WAIT)[0] == b"b-2"
+                    break
+                except errors.UnavailableError:
+                    assert time.monotonic() < end, "no reconnect to the restarted server"
+                    time.sleep(0.1)
+            assert ch.call("T/Echo", b"c", [], timeout=WAIT)[0] == b"c-2"
+        finally:
+            _kill(second)
+    finally:
+        ch.close()
+        _kill(first)
+
+
+def test_the_watchdog_forgets_calls_that_ended_before_their_deadline(served):
+    srv, ch = served()
+    dog = ch._shared.transport._watchdog
+    for i in range(600):
+        assert ch.call("T/Echo", b"%d" % i, [], timeout=60)[0] == b"T/Echo|%d" % i
+    with dog._cond:
+        assert len(dog._heap) <= 4 * dog._timed + 257 and dog._timed == 0

@@ -169,31 +169,54 @@ def test_echo_property(shared_channel, bufs, header, method):
 
 
 def test_wire_format_round_trip():
-    frames = zt._encode(zt._REQUEST, 7, "méthode".encode(), 0, b"h",
-                        [b"", b"ab" * 10, b"c"], 8, 1 << 20)
-    assert len(frames) == 2 + 1 + 3 + 1  # the 20-byte buffer is chunked into 3 frames
-    assert len(frames[0]) == zt._ENV.size + len("méthode".encode()) + 3 * 12
+    method = "méthode".encode()
+    bufs = [b"", b"ab" * 10, b"c", b"d" * 5]
+    frames = zt._encode(zt._REQUEST, 7, method, 0, b"h", bufs, 8, 1 << 20)
+    # the 20-byte buffer is over the chunk size: three frames of its own; the small
+    # ones travel in the head, each starting 16-byte aligned within it
+    assert len(frames) == 1 + 3 and [bytes(f) for f in frames[1:]] == [b"abababab"] * 2 + [b"abab"]
+    head = frames[0]
+    fields = zt._HEAD.size + len(method) + 4 * 12
+    assert head[fields:fields + 1] == b"h"
+    c_at = -(-(fields + 1) // 16) * 16
+    assert head[fields + 1:] == bytes(c_at - fields - 1) + b"c" + bytes(15) + b"d" * 5
     ctx = zmq.Context.instance()
     a, b = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
     try:
         a.bind("inproc://flowrt-test-wire")
         b.connect("inproc://flowrt-test-wire")
-        a.send_multipart(frames, copy=False)
+        zt._send_frames(a, frames)
         b.rcvtimeo = 5000
-        peer, (kind, rid, method, code, header, bufs) = zt._recv_message(b, False, 1 << 20)
+        peer, (kind, rid, m, code, header, got) = zt._recv_message(b, False, 1 << 20)
         assert peer is None
-        assert (kind, rid, method, code, header) == (zt._REQUEST, 7, "méthode", 0, b"h")
-        assert as_bytes(bufs) == [b"", b"ab" * 10, b"c"]
-        assert all(isinstance(x, memoryview) for x in bufs)
-        a.send_multipart(frames, copy=False)
+        assert (kind, rid, m, code, header) == (zt._REQUEST, 7, "méthode", 0, b"h")
+        assert as_bytes(got) == bufs
+        assert all(isinstance(x, memoryview) for x in got)
+        base = got[2].obj  # the received head
+        for x in (got[2], got[3]):
+            off = np.frombuffer(x, np.uint8).ctypes.data - np.frombuffer(base, np.uint8).ctypes.data
+            assert x.obj is base and off % 16 == 0
+        zt._send_frames(a, frames)
         with pytest.raises(zt._Refused, match="exceeds the limit of 10"):
             zt._recv_message(b, False, 10)
         a.send_multipart([b"next"])  # the refused message was consumed whole
-        with pytest.raises(zt._Refused, match="fewer than 20"):
+        with pytest.raises(zt._Refused, match="fewer than 24"):
             zt._recv_message(b, False, 1 << 20)
     finally:
         a.close(0)
         b.close(0)
+
+
+def test_small_messages_are_one_frame_and_large_buffers_frames_of_their_own():
+    small = zt._encode(zt._REPLY, 1, b"", 0, b"hdr", [b"x" * 100, np.ones(7, np.float32)],
+                       1 << 20, 1 << 30)
+    assert len(small) == 1
+    big = np.arange(zt.INLINE_BYTES // 8 + 1, dtype=np.float64)  # just over the inline size
+    frames = zt._encode(zt._REPLY, 1, b"", 0, b"hdr", [b"x" * 100, big], 1 << 20, 1 << 30)
+    assert len(frames) == 2 and memoryview(frames[1]).obj is big  # sent from its memory
+    # the head holds at most INLINE_TOTAL bytes of buffers; the rest get frames
+    many = [bytes(zt.INLINE_BYTES)] * (zt.INLINE_TOTAL // zt.INLINE_BYTES + 2)
+    assert len(zt._encode(zt._REPLY, 1, b"", 0, b"", many, 1 << 20, 1 << 30)) == 3
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -254,10 +277,11 @@ def test_server_refuses_oversized_message():
         with pytest.raises(errors.ResourceExhaustedError, match="limit of 4000") as e:
             ch.call("echo", b"", [b"z" * 5000], timeout=10)
         assert s.address in str(e.value) and calls == []
-        # a single frame over the limit: libzmq drops that connection at once
+        # a single frame over the limit (plus the head's slack): libzmq drops that
+        # connection at once
         with pytest.raises(errors.UnavailableError, match=s.address):
-            ZmqTransport(chunk_bytes=1 << 20).connect(s.address).call(
-                "echo", b"", [b"z" * 8000], timeout=10)
+            ZmqTransport(chunk_bytes=4 << 20).connect(s.address).call(
+                "echo", b"", [b"z" * (zt.FRAME_SLACK + 8000)], timeout=10)
         assert ch.call("echo", b"ok", [b"z" * 100], timeout=10)[0] == b"ok"
         assert calls == ["echo"]
     finally:
@@ -321,27 +345,38 @@ def test_raw_tcp_garbage_then_good_call(channel, server):
     assert channel.call("echo", b"fine", [b"x"], timeout=10)[0] == b"fine"
 
 
+def _head(rid, nbuf=0, method=b"", table=b"", header=b"", rest=b"", kind=zt._REQUEST,
+          version=2, mlen=None):
+    return zt._HEAD.pack(b"FZ", version, kind, rid, nbuf, len(method) if mlen is None else mlen,
+                         0, len(header)) + method + table + header + rest
+
+
+def _table(*pairs):  # (size, frame count) of each buffer
+    return struct.pack(f"<{len(pairs)}Q{len(pairs)}I", *[p[0] for p in pairs],
+                       *[p[1] for p in pairs])
+
+
 def test_raw_dealer_garbage_gets_error_replies(channel, server):
-    env = zt._ENV
-    ok = env.pack(b"FZ", 1, zt._REQUEST, 9, 1, 4, 0) + b"echo"
-    chunked = env.pack(b"FZ", 1, zt._REQUEST | zt._CHUNKED, 6, 1, 0, 0)
+    ok = _head(9, 1, b"echo", _table((4, 1)), b"h")  # one buffer of 4 bytes in a frame
     bad = [
         [b"garbage"],
         [b""],
         [b"", b""],
-        [b"x" * 20, b"h"],
-        [env.pack(b"FZ", 9, zt._REQUEST, 1, 0, 0, 0), b"h"],
-        [ok, b"h"],  # says one buffer, has none
-        [ok, b"h", b"a", b"b"],
-        [env.pack(b"FZ", 1, zt._REQUEST, 3, 0, 10, 0) + b"ab", b"h"],
-        [env.pack(b"FZ", 1, zt._REQUEST, 4, 0, 2, 0) + b"\xff\xfe", b"h"],
-        [env.pack(b"FZ", 1, zt._REPLY, 5, 0, 0, 0), b"h"],
-        [chunked + struct.pack("<IQ", 0, 0), b"h"],
-        [chunked + struct.pack("<IQ", 3, 3), b"h", b"a"],  # fewer chunks
-        [chunked + struct.pack("<IQ", 2, 3), b"h", b"ab", b"cd"],  # chunks over the size
-        [chunked + struct.pack("<IQ", 2, 5), b"h", b"ab", b"c"],  # chunks under the size
-        [chunked + struct.pack("<IQ", 1, 5), b"h", b"abc"],  # size mismatch
-        [chunked + struct.pack("<IQ", 2, 1 << 40), b"h", b"ab", b"cd"],  # too big
+        [b"x" * 24, b"h"],
+        [_head(1, version=9)],
+        [ok],  # says one buffer frame, has none
+        [ok, b"abcd", b"b"],  # one frame too many
+        [ok, b"abc"],  # the frame is not the size the head says
+        [_head(3, mlen=10, rest=b"ab")],  # the method runs past the head
+        [_head(4, method=b"\xff\xfe")],
+        [_head(5, kind=zt._REPLY, method=b"echo")],
+        [_head(6, 1, b"echo", _table((100, 0)))],  # a buffer in the head runs past it
+        [_head(7, 0, b"echo", rest=b"zz")],  # bytes after the last field
+        [_head(8, 1, b"echo", _table((3, 3))), b"a"],  # fewer chunks
+        [_head(8, 1, b"echo", _table((3, 2))), b"ab", b"cd"],  # chunks over the size
+        [_head(8, 1, b"echo", _table((5, 2))), b"ab", b"c"],  # chunks under the size
+        [_head(8, 1, b"echo", _table((3, 5))), b"a"],  # more chunks than bytes
+        [_head(8, 1, b"echo", _table((1 << 40, 2))), b"ab", b"cd"],  # too big
     ]
     codes = [errors.INTERNAL] * (len(bad) - 1) + [errors.RESOURCE_EXHAUSTED]
     ctx = zmq.Context.instance()
@@ -352,13 +387,15 @@ def test_raw_dealer_garbage_gets_error_replies(channel, server):
     try:
         for msg, want in zip(bad, codes):
             d.send_multipart(msg)
-            reply = d.recv_multipart()
-            _, _, kind, _, _, _, code = env.unpack_from(reply[0])
-            assert kind == zt._ERROR and code == want, (msg, reply)
-            assert b"refused" in reply[1], reply[1]
-        d.send_multipart([ok, b"h", b"payload"])
-        reply = d.recv_multipart()
-        assert env.unpack_from(reply[0])[2] == zt._REPLY and reply[1:] == [b"h", b"payload"]
+            (reply,) = d.recv_multipart()
+            _, _, kind, _, nbuf, mlen, code, hlen = zt._HEAD.unpack_from(reply)
+            assert kind == zt._ERROR and code == want and nbuf == mlen == 0, (msg, reply)
+            assert b"refused" in reply[zt._HEAD.size:zt._HEAD.size + hlen], reply
+        d.send_multipart([ok, b"payload"[:4]])
+        (reply,) = d.recv_multipart(copy=False)  # a small reply is one frame
+        (kind, rid, _, _, header, bufs), more = zt._receive_body(d, reply, 1 << 20)
+        assert not more
+        assert (kind, rid, header, as_bytes(bufs)) == (zt._REPLY, 9, b"h", [b"payl"])
     finally:
         d.close()
     assert channel.call("echo", b"still", [], timeout=10)[0] == b"still"
@@ -530,3 +567,34 @@ def test_ipv6_and_host_names():
         finally:
             ch.close()
             s.stop()
+
+
+# -- leader and followers ---------------------------------------------------------------------
+def test_requests_that_need_a_thread_reuse_the_pools_threads():
+    """A request that cannot be answered at once runs on the thread that took it in
+    (which hands the lead to another): steps one after another alternate between two
+    threads instead of starting a new one each."""
+    seen = []
+
+    class Handler:
+        def __call__(self, method, header, buffers):
+            seen.append(threading.get_ident())
+            return header, list(buffers)
+
+        def dispatch(self, method, header, buffers):
+            # never at once: always on a thread of its own
+            return lambda: self(method, header, buffers)
+
+    t = ZmqTransport()
+    s = t.serve("127.0.0.1:0", Handler())
+    ch = t.connect(s.address)
+    try:
+        for i in range(60):
+            assert ch.call("slow", b"%d" % i, [b"b"], timeout=10)[0] == b"%d" % i
+        assert len(set(seen)) <= 3 and s._pool._threads <= 3
+        names = {th.name for th in threading.enumerate() if s.address in th.name}
+        assert names <= {f"flowrt-zmq-server {s.address}", f"flowrt-zmq-handler {s.address}"}
+        assert f"flowrt-zmq-server {s.address}" in names  # someone leads
+    finally:
+        ch.close()
+        s.stop()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..plugin.transport import Channel, Handler, ServerHandle, Transport
+from . import security as _security
 from .rpc import MasterClient, ServiceHandler, WorkerClient
 
 __all__ = ["MessageTransport"]
@@ -35,23 +36,34 @@ class MessageTransport(Transport):
 
     def serve(self, address: str, handler: Handler) -> ServerHandle:
         """Listen on ``address`` (``host:port``; port 0 picks a free one) and answer
-        every request with ``handler``, many at once."""
+        every request with ``handler``, many at once.
+
+        A transport that can encrypt and authenticate connections reads the
+        handler's ``security`` attribute (a
+        :class:`~flowrt.distributed.security.SecurityConfig`, or None) and serves
+        accordingly (grpc: TLS, zmq: CURVE); the handler checks the tokens itself."""
         raise NotImplementedError(f"transport {self.scheme}: need serve")
 
     def connect(self, address: str) -> Channel:
         """A :class:`Channel` to ``address``. Connecting is lazy: an unreachable peer
-        is reported by the first :meth:`Channel.call`."""
+        is reported by the first :meth:`Channel.call`. A transport that can encrypt
+        also takes ``security=`` (a ``SecurityConfig`` with TLS or CURVE material),
+        which the core passes only when there is some."""
         raise NotImplementedError(f"transport {self.scheme}: need connect")
 
     # -- the services, built by the core --------------------------------------------
     def start_server(self, address: str, master: Any, worker: Any) -> Any:
+        """Serve ``master`` and ``worker`` with the process's default security
+        (:func:`flowrt.distributed.security.default`)."""
+        return self.serve(address, ServiceHandler(master, worker,
+                                                  security=_security.default()))
 
-        return self.serve(address, ServiceHandler(master, worker))
+    def master_client(self, address: str, security: Any = "default") -> Any:
+        """A :class:`~flowrt.distributed.rpc.MasterClient` of ``address``;
+        ``security``: a ``SecurityConfig``, None, or the process's default."""
+        return MasterClient(self, address, security)
 
-    def master_client(self, address: str) -> Any:
-
-        return MasterClient(self, address)
-
-    def worker_client(self, address: str) -> Any:
-
-        return WorkerClient(self, address)
+    def worker_client(self, address: str, security: Any = "default") -> Any:
+        """A :class:`~flowrt.distributed.rpc.WorkerClient` of ``address``;
+        ``security`` as for :meth:`master_client`."""
+        return WorkerClient(self, address, security)

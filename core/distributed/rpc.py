@@ -19,6 +19,7 @@ header and raw buffers. This module owns what is inside them (docs/wire.md):
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 import weakref
@@ -29,9 +30,11 @@ import numpy as np
 from ..base import dtypes as _dt
 from ..base import errors
 from . import shm as _shm
+from . import security as _security
 from ..base import threads as _threads
 from ..base.device_spec import DeviceSpec
 from ..engine.executor import DEAD, NodeStat
+from ..plugin.device import host_array
 from ..plugin.services import RunGraphRequest, RunGraphResponse, WorkerStatus
 from ..proto import service_pb2 as pb
 from ..base.tensor_codec import make_tensor_proto
@@ -43,7 +46,7 @@ from .ir_wire import ir_to_graph_def
 
 __all__ = ["ServiceHandler", "MasterClient", "WorkerClient", "RemoteDevice",
            "encode_tensor", "decode_tensor", "pack", "unpack", "unpack_from_peer",
-           "status_error",
+           "status_error", "call_timeout", "request_context",
            "METHODS"]
 
 #: every method the services answer
@@ -78,10 +81,11 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any],
         return
     if isinstance(value, np.ndarray):
         arr = value
-    elif hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
-        arr = value.get()  # a device array (cupy) is sent from host memory
     else:
-        arr = np.asarray(value)
+        try:  # a device's array through its type's to_host (else DLPack, numpy)
+            arr = host_array(value)
+        except errors.InternalError:  # a Python object (a queue's handle): refused below
+            arr = np.asarray(value, dtype=object)
     if arr.dtype.kind == "O" and not all(isinstance(x, (bytes, str))
                                          for x in arr.reshape(-1)):
         bad = next(x for x in arr.reshape(-1) if not isinstance(x, (bytes, str)))
@@ -96,13 +100,13 @@ def encode_tensor(value: Any, metas: Any, buffers: list[Any],
         m.shape.extend(arr.shape)
         m.buffer = -1
         return
+    if arr.dtype.byteorder == ">":  # (before the lookup: TF's dtypes are little-endian)
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
     enum = _ENUM_OF.get(arr.dtype)
     if enum is None:
         enum = _ENUM_OF[arr.dtype] = _dt.as_dtype(arr.dtype).as_datatype_enum
     m.dtype = enum
     m.shape.extend(arr.shape)
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
     if segments is not None and arr.nbytes >= _shm.MIN_BYTES:
@@ -179,26 +183,159 @@ def _wire_dtype(enum: int) -> np.dtype:
     return d
 
 
+# -- the envelope, encoded and decoded by hand ---------------------------------------
+# An envelope is a few length-delimited fields (docs/wire.md); a step sends the same
+# few tensor shapes again and again. So the envelope is written and read here directly,
+# and a numeric tensor's TensorMeta is encoded (and decoded) once per (dtype, shape,
+# buffer index) and cached. The bytes are the protobuf encoding of the message: any
+# protobuf library reads them, and anything a protobuf library writes is read here.
+# Metas of other kinds (dead, strings, shared memory) go through the protobuf classes.
+
+_VARINTS = [bytes([i]) for i in range(128)]
+_CACHE_LIMIT = 4096  # entries each cache holds before it starts afresh
+_META_OUT: dict[tuple[int, tuple[int, ...], int], bytes] = {}  # -> envelope field
+_META_IN: dict[bytes, tuple[np.dtype, tuple[int, ...], int, int]] = {}  # -> decoding
+_FAST_ENUM: dict[np.dtype, int] = {}  # native numeric dtypes -> DataType enum
+_HOST_FIELD: list[Any] = [None, b"", b""]  # token, its field, its UTF-8 bytes
+
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _VARINTS[n]
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        return b, pos + 1
+    value, shift = b & 0x7F, 7
+    while True:
+        pos += 1
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos + 1
+        shift += 7
+        if shift > 63:
+            raise ValueError("a varint longer than 10 bytes")
+
+
+def _field(tag: bytes, data: bytes) -> bytes:
+    return tag + _varint(len(data)) + data
+
+
+def _fast_enum(dt: np.dtype) -> int | None:
+    enum = _FAST_ENUM.get(dt)
+    if enum is None and dt.kind in "biufc" and dt.isnative and dt.byteorder != ">" \
+            and np.little_endian:
+        try:
+            enum = _dt.as_dtype(dt).as_datatype_enum
+        except (TypeError, ValueError, KeyError):
+            return None
+        _FAST_ENUM[dt] = enum
+    return enum
+
+
+def _tensor_field(value: Any, buffers: list[Any], segments: list[str] | None) -> bytes:
+    """The envelope field (tag, length, TensorMeta) for ``value``, its data appended to
+    ``buffers``: :func:`encode_tensor`, faster for the numeric arrays of every step."""
+    if type(value) is np.ndarray:
+        arr = value
+    elif isinstance(value, np.generic):
+        arr = np.asarray(value)
+    else:
+        arr = None
+    enum = None if arr is None else _fast_enum(arr.dtype)
+    if enum is None or not arr.flags.c_contiguous or \
+            (segments is not None and arr.nbytes >= _shm.MIN_BYTES):
+        scratch = pb.Envelope()
+        encode_tensor(value, scratch.tensors, buffers, segments)
+        return _field(b"\x1a", scratch.tensors[0].SerializeToString())
+    idx = len(buffers)
+    buffers.append(arr.reshape(-1).view(np.uint8) if arr.size else b"")
+    key = (enum, arr.shape, idx)
+    entry = _META_OUT.get(key)
+    if entry is None:
+        meta = b"\x08" + _varint(enum)
+        if arr.shape:
+            meta += _field(b"\x12", b"".join(_varint(d) for d in arr.shape))
+        if idx:
+            meta += b"\x18" + _varint(idx)
+        entry = _field(b"\x1a", meta)
+        if len(_META_OUT) >= _CACHE_LIMIT:
+            _META_OUT.clear()
+        _META_OUT[key] = entry
+    return entry
+
+
+def _host_field() -> bytes:
+    """The envelope's ``host`` field: this machine's shared-memory token (none when
+    the fast path is off)."""
+    token = _shm.host_token()
+    cached = _HOST_FIELD
+    if cached[0] != token:
+        raw = (token or "").encode()
+        cached[:] = [token, _field(b"\x22", raw) if raw else b"", raw]
+    return cached[1]
+
+
+_POSITIONS: dict[tuple[int, ...], bytes] = {}  # RunGraphResponse.fetch_position
+_KEYS: dict[str, bytes] = {}  # RunGraphResponse.pushed_key (rendezvous keys)
+_BODIES: dict[tuple[Any, ...], bytes] = {}  # request bodies but for their step id
+
+
+def _cached(cache: dict[Any, bytes], key: Any, make: Callable[[], bytes]) -> bytes:
+    got = cache.get(key)
+    if got is None:
+        got = make()
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = got
+    return got
+
+
+def _positions_field(positions: Sequence[int]) -> bytes:
+    key = tuple(positions)
+    return _cached(_POSITIONS, key, lambda: _field(b"\x0a", b"".join(
+        _varint(p) for p in key)) if key else b"")
+
+
+def _key_field(key: str) -> bytes:
+    return _cached(_KEYS, key, lambda: _field(b"\x22", key.encode("utf-8")))
+
+
 def pack(body: Any = None, tensors: Sequence[Any] = (),
          status: errors.OpError | None = None, *, host: bool = False,
-         segments: list[str] | None = None) -> tuple[bytes, list[Any]]:
+         segments: list[str] | None = None, token: bytes | None = None
+         ) -> tuple[bytes, list[Any]]:
     """An envelope (header bytes and buffers) for ``body`` and ``tensors``.
 
-    ``host``: say this machine's shared-memory token (:func:`flowrt.shm.host_token`);
-    ``segments``: send large tensors through shared memory (the peer is on this
-    machine), collecting the segment names there (see :mod:`flowrt.shm`)."""
-    env = pb.Envelope()
+    ``body`` is a protobuf message or its serialised bytes; ``host``: say this
+    machine's shared-memory token (:func:`flowrt.shm.host_token`); ``segments``: send
+    large tensors through shared memory (the peer is on this machine), collecting the
+    segment names there (see :mod:`flowrt.shm`); ``token``: the cluster token a
+    request carries (:mod:`flowrt.distributed.security`)."""
+    parts: list[bytes] = []
+    if status is not None:
+        st = pb.Status(code=status.error_code, message=status.message)
+        parts.append(_field(b"\x0a", st.SerializeToString()))
     if body is not None:
-        env.body = body.SerializeToString()
+        parts.append(_field(b"\x12", body if type(body) is bytes
+                            else body.SerializeToString()))
     buffers: list[Any] = []
     for t in tensors:
-        encode_tensor(t, env.tensors, buffers, segments)
-    if status is not None:
-        env.status.code = status.error_code
-        env.status.message = status.message
+        parts.append(_tensor_field(t, buffers, segments))
     if host:
-        env.host = _shm.host_token() or ""
-    return env.SerializeToString(), buffers
+        parts.append(_host_field())
+    if token:
+        parts.append(_field(b"\x2a", token))
+    return b"".join(parts), buffers
 
 
 def unpack(header: bytes, buffers: Sequence[Any], body_cls: Any) -> tuple[Any, list[Any]]:
@@ -208,26 +345,134 @@ def unpack(header: bytes, buffers: Sequence[Any], body_cls: Any) -> tuple[Any, l
     return body, tensors
 
 
-def unpack_from_peer(header: bytes, buffers: Sequence[Any], body_cls: Any
+def _parse_envelope(data: bytes
+                    ) -> tuple[bytes | None, bytes, list[bytes], bytes, bytes]:
+    """``(status, body, tensor metas, host, token)`` of an envelope, as raw field
+    bytes; unknown fields are skipped. Raises ValueError or IndexError when malformed."""
+    status, body, host, token = None, b"", b"", b""
+    metas: list[bytes] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        tag = data[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _read_varint(data, pos)
+        wire = tag & 7
+        if wire == 2:
+            n, pos = _read_varint(data, pos)
+            stop = pos + n
+            if stop > end:
+                raise ValueError(f"a field of {n} bytes runs past the end ({end} bytes)")
+            field = tag >> 3
+            if field == 3:
+                metas.append(data[pos:stop])
+            elif field == 2:
+                body = data[pos:stop]
+            elif field == 4:
+                host = data[pos:stop]
+            elif field == 1:
+                status = data[pos:stop]
+            elif field == 5:
+                token = data[pos:stop]
+            pos = stop
+        elif wire == 0:
+            pos = _read_varint(data, pos)[1]
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            raise ValueError(f"wire type {wire} at byte {pos}")
+    if pos != end:
+        raise ValueError(f"the last field runs past the end ({end} bytes)")
+    return status, body, metas, host, token
+
+
+def _decode_meta(raw: bytes, buffers: Sequence[Any], same: bool) -> Any:
+    """:func:`decode_tensor` for one envelope field ``raw``; the decoding of a plain
+    numeric tensor is cached by its bytes."""
+    spec = _META_IN.get(raw)
+    if spec is None:
+        try:
+            meta = pb.TensorMeta.FromString(raw)
+        except Exception as e:  # noqa: BLE001 - protobuf raises its own DecodeError
+            raise errors.InvalidArgumentError(None, None, f"malformed tensor in the "
+                                              f"message header: {e}") from None
+        if meta.is_dead or meta.buffer < 0 or meta.shm or meta.HasField("proto"):
+            return decode_tensor(meta, buffers, same)
+        shape = tuple(meta.shape)
+        if any(d < 0 for d in shape):
+            raise errors.InvalidArgumentError(None, None, f"tensor with negative shape "
+                                              f"{shape}")
+        np_dtype = _wire_dtype(meta.dtype)
+        n = 1
+        for d in shape:
+            n *= d
+        if not np_dtype.isnative:
+            return decode_tensor(meta, buffers, same)
+        spec = (np_dtype, shape, meta.buffer, n * np_dtype.itemsize)
+        if len(_META_IN) >= _CACHE_LIMIT:
+            _META_IN.clear()
+        _META_IN[raw] = spec
+    np_dtype, shape, idx, nbytes = spec
+    if idx >= len(buffers):
+        raise errors.InvalidArgumentError(None, None, f"tensor refers to buffer {idx}; the "
+                                          f"message has {len(buffers)}")
+    buf = buffers[idx]
+    got = buf.nbytes if type(buf) is memoryview else memoryview(buf).nbytes
+    if got != nbytes:
+        raise errors.InvalidArgumentError(
+            None, None, f"tensor of shape {list(shape)} and dtype "
+            f"{_dt.as_dtype(np_dtype).name} needs {nbytes} bytes, the buffer has {got}")
+    if not nbytes:
+        return np.empty(shape, np_dtype)
+    return np.frombuffer(buf, np_dtype).reshape(shape)
+
+
+def unpack_from_peer(header: bytes, buffers: Sequence[Any], body_cls: Any,
+                     gate: Callable[[bytes], None] | None = None
                      ) -> tuple[Any, list[Any], bool]:
     """:func:`unpack`, plus whether the sender shares this machine's memory (its
-    envelope carried this machine's token and the fast path is on here)."""
-    env = pb.Envelope()
+    envelope carried this machine's token and the fast path is on here). ``gate`` is
+    called with the envelope's cluster token (empty: none) before anything else is
+    decoded, and may raise to refuse the message."""
     try:
-        env.ParseFromString(bytes(header))
-    except Exception as e:  # noqa: BLE001 - protobuf raises its own DecodeError
+        status, raw_body, metas, host, token = _parse_envelope(
+            header if type(header) is bytes else bytes(header))
+    except (ValueError, IndexError) as e:
         raise errors.InvalidArgumentError(None, None, f"malformed message header: "
                                           f"{e}") from None
-    same = bool(env.host) and _shm.enabled() and env.host == _shm.host_token()
-    if env.status.code:
-        raise status_error(env.status)
-    body = body_cls()
+    if gate is not None:
+        gate(token)
+    same = False
+    if host:
+        _host_field()
+        same = host == _HOST_FIELD[2] and _shm.enabled()
+    if status is not None:
+        try:
+            st = pb.Status.FromString(status)
+        except Exception as e:  # noqa: BLE001 - protobuf raises its own DecodeError
+            raise errors.InvalidArgumentError(None, None, f"malformed message header: "
+                                              f"{e}") from None
+        if st.code:
+            raise status_error(st)
     try:
-        body.ParseFromString(env.body)
+        body = body_cls.FromString(raw_body)
     except Exception as e:  # noqa: BLE001
         raise errors.InvalidArgumentError(None, None, f"malformed {body_cls.__name__}: "
                                           f"{e}") from None
-    return body, [decode_tensor(m, buffers, same) for m in env.tensors], same
+    return body, [_decode_meta(m, buffers, same) for m in metas], same
+
+
+def call_timeout(seconds: float, budget: float | None = None) -> float:
+    """The channel timeout of a call its caller bounds by ``seconds``: a little more
+    (5% of ``budget``, the whole bound, by default ``seconds``; 0.1 s to 2 s), so
+    that a peer that enforces the same bound has time to say why it failed, and a peer
+    that does not answer (a hung process) fails the call with DeadlineExceededError
+    within 10% of a bound of 1 s or more."""
+    b = seconds if budget is None else budget
+    return max(seconds, 0.0) + min(2.0, max(0.1, 0.05 * b))
 
 
 def status_error(status: Any) -> errors.OpError:
@@ -258,6 +503,58 @@ def _endpoint(name: str) -> tuple[str, int]:
 
 
 # -- server side ----------------------------------------------------------------------
+_REQUEST = threading.local()  # the peer and cancel event of the request being taken
+
+
+def request_context(peer: str | None = None, cancel: threading.Event | None = None
+                    ) -> None:
+    """For transports: the request this thread hands a :class:`ServiceHandler` next
+    (``__call__`` or ``dispatch``) comes from ``peer`` (its address without the port:
+    the pending-request cap per peer counts by it), and ``cancel`` is set once its
+    caller went away (a receive waiting for it then ends)."""
+    _REQUEST.peer, _REQUEST.cancel = peer, cancel
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+class _Admission:
+    """Counts the requests a server runs on threads that may block, in total and per
+    peer; refuses one beyond either cap with ResourceExhaustedError."""
+
+    def __init__(self, total: int, per_peer: int):
+        self.total, self.per_peer = total, per_peer
+        self._lock = threading.Lock()
+        self._n = 0
+        self._by_peer: dict[str | None, int] = {}
+
+    def admit(self, method: str, peer: str | None) -> None:
+        with self._lock:
+            k = self._by_peer.get(peer, 0)
+            if self._n >= self.total or (peer is not None and k >= self.per_peer):
+                which = (f"{self._n} pending requests (the cap is {self.total})"
+                         if self._n >= self.total else
+                         f"{k} pending requests from {peer} (the cap per peer is "
+                         f"{self.per_peer})")
+                raise errors.ResourceExhaustedError(None, None, f"{method} refused: the "
+                                                    f"server already runs {which}")
+            self._n += 1
+            self._by_peer[peer] = k + 1
+
+    def release(self, peer: str | None) -> None:
+        with self._lock:
+            self._n -= 1
+            k = self._by_peer.get(peer, 1) - 1
+            if k > 0:
+                self._by_peer[peer] = k
+            else:
+                self._by_peer.pop(peer, None)
+
+
 class ServiceHandler:
     """Answers every method of :data:`METHODS` for one task's master and worker.
 
@@ -265,14 +562,23 @@ class ServiceHandler:
     :param worker: the task's :class:`~flowrt.worker.Worker`
     :param on_shutdown: called (once, on another thread) when a Shutdown request
         arrives
+    :param security: a :class:`~flowrt.distributed.security.SecurityConfig`: every
+        request must carry its cluster token (and shutdowns and resets its admin token,
+        if it has one) or is refused before it is decoded. Transports read it as the
+        handler's ``security`` attribute for their own part (TLS, CURVE)
     """
 
     def __init__(self, master: Any, worker: Any,
-                 on_shutdown: Callable[[str], None] | None = None):
+                 on_shutdown: Callable[[str], None] | None = None,
+                 security: Any = None):
         """Build the table of methods, and which of them :meth:`dispatch` answers at
         once."""
         self.master, self.worker = master, worker
         self.on_shutdown = on_shutdown
+        self.security = security
+        #: whether requests must carry a token
+        self._gated = security is not None and (security.token is not None or
+                                                security.admin_token is not None)
         self._table: dict[str, tuple[Any, Callable[[Any, list[Any]], Any]]] = {
             "Master/CreateSession": (pb.CreateSessionRequest, self._create_session),
             "Master/ExtendSession": (pb.ExtendSessionRequest, self._extend_session),
@@ -304,14 +610,45 @@ class ServiceHandler:
             "Worker/RecvTensors": self._recv_tensors_now,
         }
 
+    #: requests a server runs at once on threads that may block (beyond: refused with
+    #: ResourceExhaustedError), in all and per peer address (``FLOWRT_MAX_PENDING``,
+    #: ``FLOWRT_MAX_PENDING_PER_PEER`` in the server's environment)
+    max_pending = _env_int("FLOWRT_MAX_PENDING", 1024)
+    max_pending_per_peer = _env_int("FLOWRT_MAX_PENDING_PER_PEER", 256)
+
+    @functools.cached_property
+    def _admission(self) -> _Admission:
+        return _Admission(self.max_pending, self.max_pending_per_peer)
+
     def __call__(self, method: str, header: bytes, buffers: list[Any]
                  ) -> tuple[bytes, Sequence[Any]]:
         try:
             entry = self._entry(method)
-            req, tensors, same = unpack_from_peer(header, buffers, entry[0])
+            req, tensors, same = unpack_from_peer(header, buffers, entry[0],
+                                                  self._gate(method))
+            if method in self._instant:
+                return self._answer(method, entry[1], req, tensors, same)
+            peer = getattr(_REQUEST, "peer", None)
+            self._admission.admit(method, peer)
         except errors.OpError as e:
             return pack(status=e)
-        return self._answer(method, entry[1], req, tensors, same)
+        return self._admitted(peer, method, entry[1], req, tensors, same)
+
+    def _admitted(self, peer: str | None, method: str, *args: Any
+                  ) -> tuple[bytes, Sequence[Any]]:
+        """:meth:`_answer` of an admitted request, which then leaves the count."""
+        try:
+            return self._answer(method, *args)
+        finally:
+            self._admission.release(peer)
+
+    def _gate(self, method: str) -> Callable[[bytes], None] | None:
+        """The token check of a request for ``method`` (None: no check)."""
+        if not self._gated:
+            return None
+        w = self.worker
+        where = f"/job:{getattr(w, 'job', '?')}/task:{getattr(w, 'task', '?')}"
+        return functools.partial(self.security.check, method, where=where)
 
     def dispatch(self, method: str, header: bytes, buffers: list[Any]
                  ) -> tuple[bytes, Sequence[Any]] | Callable[[], tuple[bytes, Sequence[Any]]]:
@@ -325,7 +662,8 @@ class ServiceHandler:
         call other tasks), as does anything that would block."""
         try:
             entry = self._entry(method)
-            req, tensors, same = unpack_from_peer(header, buffers, entry[0])
+            req, tensors, same = unpack_from_peer(header, buffers, entry[0],
+                                                  self._gate(method))
         except errors.OpError as e:
             return pack(status=e)
         fn = entry[1]
@@ -347,7 +685,12 @@ class ServiceHandler:
                     self.worker.not_quick(req.graph_handle)
         elif method in self._instant:
             return self._answer(method, fn, req, tensors, same)
-        return functools.partial(self._answer, method, fn, req, tensors, same)
+        peer = getattr(_REQUEST, "peer", None)
+        try:
+            self._admission.admit(method, peer)
+        except errors.OpError as e:
+            return pack(status=e)
+        return functools.partial(self._admitted, peer, method, fn, req, tensors, same)
 
     def _entry(self, method: str) -> tuple[Any, Callable[[Any, list[Any]], Any]]:
         entry = self._table.get(method)
@@ -400,6 +743,8 @@ class ServiceHandler:
         ms = self.master.session(req.session_handle)
         ms.check_graph_version(req.graph_version)
         values, stats = ms.run_callable(req.handle, tensors, req.trace, req.timeout_in_ms)
+        if not req.trace:
+            return b"", values  # an empty RunCallableResponse: the clock is for traces
         resp = pb.RunCallableResponse()
         if stats:
             _stats_to_proto(stats, resp.stats)
@@ -518,13 +863,20 @@ class ServiceHandler:
         got = w.run_graph(request)
         out = got.outputs
         positions = w.fetch_positions(req.graph_handle)
+        values = [out[p] for p in positions]
+        if not req.trace:  # the same reply every step but for the pushed tensors
+            parts = [_positions_field(positions)]
+            for k, v in got.pushed:
+                parts.append(_key_field(k))
+                values.append(v)
+            return b"".join(parts), values
         resp = pb.RunGraphResponse()
         resp.fetch_position.extend(positions)
         if got.stats:
             _stats_to_proto(got.stats, resp.stats)
         resp.clock = time.perf_counter()
         resp.pushed_key.extend(k for k, _ in got.pushed)
-        return resp, [out[p] for p in positions] + [v for _, v in got.pushed]
+        return resp, values + [v for _, v in got.pushed]
 
     #: a graph whose step, answered at once, took longer than this many seconds (twice:
     #: once may be a pause of the process) is run on a handler thread from then on (its
@@ -545,12 +897,21 @@ class ServiceHandler:
 
     def _recv_tensor(self, req: Any, _t: list[Any]) -> Any:
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
-        value = self.worker.recv_tensor(req.step_id, req.key, timeout)
+        value = self.worker.recv_tensor(req.step_id, req.key, timeout,
+                                        **self._cancel_kw())
         return pb.RecvTensorResponse(), [value]
+
+    @staticmethod
+    def _cancel_kw() -> dict[str, Any]:
+        """``cancel=`` the event of the request this thread runs, if its transport
+        gave one (:func:`request_context`)."""
+        ev = getattr(_REQUEST, "cancel", None)
+        return {} if ev is None else {"cancel": ev}
 
     def _recv_tensors(self, req: Any, _t: list[Any]) -> Any:
         timeout = req.timeout_in_ms / 1000.0 if req.timeout_in_ms > 0 else None
-        got = self.worker.recv_tensors(req.step_id, list(req.key), timeout, req.wait_all)
+        got = self.worker.recv_tensors(req.step_id, list(req.key), timeout, req.wait_all,
+                                       **self._cancel_kw())
         return pb.RecvTensorsResponse(index=[i for i, _ in got]), [v for _, v in got]
 
     def _abort_step(self, req: Any, _t: list[Any]) -> Any:
@@ -582,9 +943,12 @@ class ServiceHandler:
 
 # -- client side ----------------------------------------------------------------------
 class _Client:
-    def __init__(self, transport: Any, address: str):
+    def __init__(self, transport: Any, address: str, security: Any = "default"):
         self.transport = transport
         self.address = address
+        #: the :class:`~flowrt.distributed.security.SecurityConfig` of the calls
+        #: (``"default"``: :func:`flowrt.distributed.security.default`)
+        self.security = _security.default() if security == "default" else security
         self._channel: Any = None
         self._lock = threading.Lock()
         self._shm = _shm.enabled()  # say this machine's token in requests
@@ -600,7 +964,7 @@ class _Client:
         if ch is None:
             with self._lock:
                 if self._channel is None:
-                    self._channel = self.transport.connect(self.address)
+                    self._channel = self._connect()
                 ch = self._channel
         return ch
 
@@ -617,7 +981,9 @@ class _Client:
         Large tensors go through shared memory once the server was seen to be on this
         machine (:mod:`flowrt.shm`); when the call fails, those segments are retired."""
         segments: list[str] | None = [] if self._same_host and tensors else None
-        header, buffers = pack(body, tensors, host=self._shm, segments=segments)
+        sec = self.security
+        header, buffers = pack(body, tensors, host=self._shm, segments=segments,
+                               token=None if sec is None else sec.token_for(method))
         ch = self._ch()
         try:
             if cancel is not None:
@@ -632,6 +998,22 @@ class _Client:
         if same and not self._same_host:
             self._same_host = True
         return body, values
+
+    def _connect(self) -> Any:
+        """A channel to the peer, with the TLS or CURVE credentials of
+        :attr:`security` where it has any."""
+        sec = self.security
+        if sec is None or not (sec.tls or sec.curve):
+            return self.transport.connect(self.address)
+        try:
+            return self.transport.connect(self.address, security=sec)
+        except TypeError as e:
+            if "security" not in str(e):
+                raise
+            raise errors.UnimplementedError(
+                None, None, f"transport {self.transport.scheme!r} cannot connect to "
+                f"{self.address} with TLS or CURVE credentials (its connect() takes no "
+                "security=)") from None
 
     def close(self) -> None:
         """Close the channel (a later call opens a new one)."""
@@ -663,8 +1045,8 @@ class WorkerClient(_Client):
     """The worker service of another task: implements
     :class:`~flowrt.plugin.services.WorkerService` over a message transport."""
 
-    def __init__(self, transport: Any, address: str):
-        super().__init__(transport, address)
+    def __init__(self, transport: Any, address: str, security: Any = "default"):
+        super().__init__(transport, address, security)
         self._devices: list[RemoteDevice] | None = None
         self.incarnation = 0
         self.job = ""
@@ -769,17 +1151,17 @@ class WorkerClient(_Client):
                 "call (pushed_in)")
         graph_handle, args, timeout = request.graph_handle, request.args, request.timeout
         idx = self._args.get(graph_handle, ())
-        req = pb.RunGraphRequest(graph_handle=graph_handle, step_id=request.step_id,
-                                 trace=request.trace,
-                                 timeout_in_ms=int(timeout * 1000) if timeout else 0)
-        req.arg_index.extend(idx)
-        if request.push_to is not None:
-            req.push_job, req.push_task = request.push_to
         tensors = [args[i] for i in idx]
+        keys: tuple[str, ...] = ()
         if request.pushed_in_from is not None:
-            req.pushed_job, req.pushed_task = request.pushed_in_from
-            req.pushed_key.extend(k for k, _ in request.pushed_in)
+            keys = tuple(k for k, _ in request.pushed_in)
             tensors.extend(v for _, v in request.pushed_in)
+        ms = int(timeout * 1000) if timeout else 0
+        # the request is the same every step but for its step id (fixed64, field 2)
+        head = _cached(_BODIES, (graph_handle, request.trace, ms, request.push_to,
+                                 request.pushed_in_from, keys, self.address),
+                       lambda: self._run_graph_request(request, idx, ms, keys))
+        req = head + b"\x11" + (request.step_id & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
         t0 = time.perf_counter()
         resp, values = self.call("Worker/RunGraph", req, pb.RunGraphResponse,
                                  tensors, cancel=request.cancel)
@@ -800,27 +1182,46 @@ class WorkerClient(_Client):
                 stats = _stats_from_proto(resp.stats, (t0 + t1) / 2 - resp.clock)
         return RunGraphResponse(out, list(zip(resp.pushed_key, values[nf:])), stats)
 
-    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
-        """``Worker/RecvTensor``: the tensor the task sent under ``key`` in the step."""
+    @staticmethod
+    def _run_graph_request(request: RunGraphRequest, idx: Sequence[int], ms: int,
+                           keys: Sequence[str]) -> bytes:
+        """A serialised ``RunGraphRequest`` for ``request`` without its step id."""
+        req = pb.RunGraphRequest(graph_handle=request.graph_handle, trace=request.trace,
+                                 timeout_in_ms=ms)
+        req.arg_index.extend(idx)
+        if request.push_to is not None:
+            req.push_job, req.push_task = request.push_to
+        if request.pushed_in_from is not None:
+            req.pushed_job, req.pushed_task = request.pushed_in_from
+            req.pushed_key.extend(keys)
+        return req.SerializeToString()
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None,
+                    cancel: threading.Event | None = None) -> Any:
+        """``Worker/RecvTensor``: the tensor the task sent under ``key`` in the step
+        (``cancel`` ends the wait where the channel is cancellable)."""
         req = pb.RecvTensorRequest(step_id=step_id, key=key,
                                    timeout_in_ms=int(timeout * 1000) if timeout else 0)
         _, values = self.call("Worker/RecvTensor", req, pb.RecvTensorResponse,
-                              timeout=None if timeout is None else timeout + 5.0)
+                              timeout=None if timeout is None else timeout + 5.0,
+                              cancel=cancel)
         if len(values) != 1:
             raise errors.InternalError(None, None, f"RecvTensor {key}: got {len(values)} "
                                        "tensors")
         return values[0]
 
     def recv_tensors(self, step_id: int, keys: Sequence[str],
-                     timeout: float | None = None, wait_all: bool = False
-                     ) -> list[tuple[int, Any]]:
+                     timeout: float | None = None, wait_all: bool = False,
+                     cancel: threading.Event | None = None) -> list[tuple[int, Any]]:
         """Pull several tensors of a step in one call: ``[(index in keys, value)]`` for
         every key sent by the time the first one was (at least one; all of them with
-        ``wait_all``); ask again for the others."""
+        ``wait_all``); ask again for the others. ``cancel`` as for
+        :meth:`recv_tensor`."""
         req = pb.RecvTensorsRequest(step_id=step_id, key=list(keys), wait_all=wait_all,
                                     timeout_in_ms=int(timeout * 1000) if timeout else 0)
         resp, values = self.call("Worker/RecvTensors", req, pb.RecvTensorsResponse,
-                                 timeout=None if timeout is None else timeout + 5.0)
+                                 timeout=None if timeout is None else timeout + 5.0,
+                                 cancel=cancel)
         if len(values) != len(resp.index) or not values or \
                 any(not 0 <= i < len(keys) for i in resp.index):
             raise errors.InternalError(None, None, f"RecvTensors on {self.target}: a bad "
@@ -887,9 +1288,11 @@ class MasterClient(_Client):
         while True:
             try:
                 # the master waits up to the same deadline for the cluster's tasks and
-                # then says which one it could not reach: give it time to say so
+                # then says which one it could not reach: a little slack lets it say so
+                # (a hung master: DeadlineExceededError at the deadline and the slack)
                 resp, _ = self.call("Master/CreateSession", req, pb.CreateSessionResponse,
-                                    timeout=max(1.0, deadline - time.monotonic()) + 10.0)
+                                    timeout=call_timeout(deadline - time.monotonic(),
+                                                         connect_timeout))
                 break
             except errors.UnavailableError as e:
                 if time.monotonic() + delay >= deadline:
@@ -899,7 +1302,9 @@ class MasterClient(_Client):
                 time.sleep(delay)
                 delay = min(1.0, delay * 2)
         h = resp.session_handle
-        self._sessions[h] = RemoteMasterSession(self, h, graph, graph.version)
+        s = self._sessions[h] = RemoteMasterSession(self, h, graph, graph.version)
+        ms = config.operation_timeout_in_ms if config is not None else 0
+        s.op_timeout = ms / 1000.0 if ms > 0 else None
         return h
 
     @property
@@ -917,11 +1322,14 @@ class MasterClient(_Client):
         return s
 
     def close_session(self, handle: str) -> None:
-        """``Master/CloseSession`` (a master that is gone took the session along)."""
-        self._sessions.pop(handle, None)
+        """``Master/CloseSession`` (a master that is gone took the session along; one
+        that does not answer within the session's ``operation_timeout_in_ms``, or 10 s,
+        is given up on)."""
+        s = self._sessions.pop(handle, None)
+        op = s.op_timeout if s is not None else None
         try:
             self.call("Master/CloseSession", pb.CloseSessionRequest(session_handle=handle),
-                      pb.Empty, timeout=10.0)
+                      pb.Empty, timeout=10.0 if op is None else call_timeout(min(op, 10.0)))
         except (errors.UnavailableError, errors.DeadlineExceededError):
             pass  # the master is gone: so is the session
 
@@ -974,9 +1382,18 @@ class RemoteMasterSession:
         #: how many steps are running (the exit hook closes the session if any)
         self.running = 0
         self._running_lock = threading.Lock()  # not _lock: _sync holds it over a call
+        #: seconds each call may take (``ConfigProto.operation_timeout_in_ms``); None:
+        #: unbounded
+        self.op_timeout: float | None = None
         _REMOTE_SESSIONS.add(self)
 
-    def _sync(self) -> int:
+    def _timeout(self, seconds: float | None = None) -> float | None:
+        """The channel timeout of a call bounded by ``seconds`` (else the session's
+        operation timeout): see :func:`call_timeout`."""
+        t = seconds if seconds is not None else self.op_timeout
+        return None if t is None else call_timeout(t)
+
+    def _sync(self, timeout: float | None = None) -> int:
         v = self.graph.version
         if v != self._sent:
             with self._lock:
@@ -985,17 +1402,20 @@ class RemoteMasterSession:
                     req = pb.ExtendSessionRequest(session_handle=self.handle,
                                                   graph_version=v)
                     req.graph_def.CopyFrom(self.graph.as_graph_def())
-                    self.client.call("Master/ExtendSession", req, pb.ExtendSessionResponse)
+                    self.client.call("Master/ExtendSession", req, pb.ExtendSessionResponse,
+                                     timeout=timeout)
                     self._sent = v
         return v
 
     def make_callable(self, feeds: Sequence[str], fetches: Sequence[str],
                       targets: Sequence[str]) -> int:
         """``Master/MakeCallable`` (the graph is sent again first if it grew)."""
-        v = self._sync()
+        timeout = self._timeout()
+        v = self._sync(timeout)
         resp, _ = self.client.call("Master/MakeCallable", pb.MakeCallableRequest(
             session_handle=self.handle, feed=list(feeds), fetch=list(fetches),
-            target=list(targets), graph_version=v), pb.MakeCallableResponse)
+            target=list(targets), graph_version=v), pb.MakeCallableResponse,
+            timeout=timeout)
         return int(resp.handle)
 
     def run_callable(self, cid: int, args: Sequence[Any], trace: bool = False,
@@ -1005,15 +1425,24 @@ class RemoteMasterSession:
         # at exit (only daemon threads run then) a new step could block on another task
         # after the exit hook closed the sessions: it is never started
         _threads.park_if_exiting()
-        v = self._sync()
-        req = pb.RunCallableRequest(session_handle=self.handle, handle=cid, trace=trace,
-                                    timeout_in_ms=timeout_ms or 0, graph_version=v)
+        # the step's deadline (else the session's operation timeout) bounds the wait
+        # here too, so a master that hangs (a stopped process) cannot hold the caller
+        t0 = time.monotonic()
+        timeout = self._timeout(timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0
+                                else None)
+        v = self._sync(timeout)
+        if timeout is not None:
+            timeout = max(0.0, timeout - (time.monotonic() - t0))
+        req = _cached(_BODIES, (self.client.address, self.handle, cid, trace, timeout_ms, v),
+                      lambda: pb.RunCallableRequest(
+                          session_handle=self.handle, handle=cid, trace=trace,
+                          timeout_in_ms=timeout_ms or 0, graph_version=v).SerializeToString())
         t0 = time.perf_counter()
         with self._running_lock:
             self.running += 1
         try:
             resp, values = self.client.call("Master/RunCallable", req,
-                                            pb.RunCallableResponse, args)
+                                            pb.RunCallableResponse, args, timeout=timeout)
         except BaseException:
             # cancelled because the process is exiting: this daemon thread waits to be
             # stopped rather than raise (and print) an error nobody can handle
@@ -1033,19 +1462,22 @@ class RemoteMasterSession:
         try:
             self.client.call("Master/ReleaseCallable",
                              pb.CallableRequest(session_handle=self.handle, handle=cid),
-                             pb.Empty, timeout=10.0)
+                             pb.Empty, timeout=self._timeout(min(self.op_timeout or 10.0,
+                                                                 10.0)))
         except errors.OpError:
             pass
 
     def partition_graphs(self, cid: int) -> list[Any]:
         """``Master/PartitionGraphs``: the ``GraphDef`` of each partition."""
         resp, _ = self.client.call("Master/PartitionGraphs", pb.CallableRequest(
-            session_handle=self.handle, handle=cid), pb.PartitionGraphsResponse)
+            session_handle=self.handle, handle=cid), pb.PartitionGraphsResponse,
+            timeout=self._timeout())
         return list(resp.partition_graph)
 
     def placement_of(self, cid: int) -> dict[str, str]:
         """``Master/Placement``: the device of every node of the step."""
         resp, _ = self.client.call("Master/Placement", pb.CallableRequest(
-            session_handle=self.handle, handle=cid), pb.PlacementResponse)
+            session_handle=self.handle, handle=cid), pb.PlacementResponse,
+            timeout=self._timeout())
         return dict(resp.placement)
 

@@ -7,6 +7,18 @@ process). A server binds exactly the address the cluster gives its task.
 
 Unlike TensorFlow's, a parameter server's ``join()`` returns: when a client calls
 :func:`shutdown_cluster` (or ``Server.stop()`` runs), every task of the cluster stops.
+
+A server built with ``file_roots`` lets the file ops of the graphs its clients send
+(checkpoints, ``ReadFile``, readers ...) touch only those directories
+(:mod:`flowrt.plugin.file_policy`); without it they may touch any path, as in TF.
+``flowrt server`` always gives roots. A cluster resolver
+(``tf.distribute.cluster_resolver``) may stand for the cluster: the task and protocol
+then come from it too.
+
+A server answers anyone who reaches its port unless it has a ``security`` config
+(:mod:`flowrt.distributed.security`: a cluster token checked on every request, an
+admin token for shutdown and reset, TLS or CURVE for the connections); by default it
+takes the process's, from ``FLOWRT_*`` variables.
 """
 from __future__ import annotations
 
@@ -14,6 +26,7 @@ import threading
 from typing import Any
 
 from ..base import errors, host_budget
+from ..plugin.file_policy import FilePolicy
 from ..plugin.transport import parse_target
 from .message_transport import MessageTransport
 from .cluster import ClusterSpec
@@ -21,9 +34,16 @@ from ..service.master import Master
 from ..plugin.runtime import default_runtime
 from ..service.worker import Worker
 from . import shm
+from . import security as _security
 from .rpc import ServiceHandler
 
 __all__ = ["Server", "shutdown_cluster"]
+
+
+def _is_resolver(value: Any) -> bool:
+    """A cluster resolver, duck-typed (the modeling layer is above this one)."""
+    return callable(getattr(value, "cluster_spec", None)) and \
+        hasattr(value, "task_type") and hasattr(value, "task_id")
 
 
 def _as_cluster(value: Any) -> Any:
@@ -38,7 +58,10 @@ def _as_cluster(value: Any) -> Any:
 class Server:
     """An in-process server for one task of a cluster (``tf.train.Server``).
 
-    :param server_or_cluster_def: a ``ClusterSpec``, its dict form, or a ``ClusterDef``
+    :param server_or_cluster_def: a ``ClusterSpec``, its dict form, a ``ClusterDef``, or
+        a cluster resolver (anything with a callable ``cluster_spec`` and ``task_type``,
+        ``task_id`` attributes; ``rpc_layer`` if it has one): its cluster, and its task
+        and protocol where the arguments leave them out
     :param job_name: this task's job (may be omitted when the cluster has one job)
     :param task_index: this task's index (default 0 when the job has one task)
     :param protocol: ``"grpc"`` (default), ``"zmq"``, ``"inproc"``, or another
@@ -52,6 +75,15 @@ class Server:
     :param session_gc_seconds: close master sessions unused for this long with no step
         running, as left behind by a client that died without closing them (default
         None: never, as in TF); the next call on such a session is an AbortedError
+    :param security: a :class:`~flowrt.distributed.security.SecurityConfig`: the
+        tokens every request must carry, TLS (grpc) or CURVE (zmq) for the port, and
+        the credentials of this task's own calls to the other tasks; default: the
+        process's (:func:`flowrt.distributed.security.default`: ``FLOWRT_*``
+        variables); None: none, anyone who reaches the port controls the task
+    :param file_roots: the directories the file ops of this task's steps may touch
+        (paths resolved, ``..`` and symbolic links followed, before the check; one
+        outside is a ``PermissionDeniedError``); default None: anywhere, as in TF.
+        ``file_policy`` holds the resolved roots (None when unrestricted)
 
     ``thread_budget`` (a ``flowrt.base.host_budget.ThreadBudget``) is the threads the
     process's BLAS and intra-op pool were given on creation: the cores shared among
@@ -62,7 +94,8 @@ class Server:
                  task_index: int | None = None, protocol: str | None = None,
                  config: Any = None, start: bool = True, runtime: Any = None,
                  health_check_period: float | None = None,
-                 session_gc_seconds: float | None = None):
+                 session_gc_seconds: float | None = None,
+                 file_roots: Any = None, security: Any = "default"):
         """Find this task in the cluster, build its worker and master, and serve unless
         ``start`` is false (the class docstring describes the parameters).
 
@@ -71,7 +104,15 @@ class Server:
             task) of it.
         :raises NotFoundError: when no transport plugin provides ``protocol``.
         """
-
+        if _is_resolver(server_or_cluster_def):
+            resolver = server_or_cluster_def
+            job_name = resolver.task_type if job_name is None else job_name
+            task_index = resolver.task_id if task_index is None else task_index
+            protocol = protocol or getattr(resolver, "rpc_layer", None)
+            server_or_cluster_def = resolver.cluster_spec()
+        if isinstance(file_roots, (str, bytes)):
+            raise TypeError("file_roots must be a list of directories, not one string")
+        self.file_policy = None if file_roots is None else FilePolicy(file_roots)
         cluster = _as_cluster(server_or_cluster_def)
         if job_name is None:
             if len(cluster.jobs) != 1:
@@ -91,6 +132,7 @@ class Server:
         self.config = config
         self.runtime = runtime or default_runtime()
         self.transport = self.runtime.transport(self.protocol)
+        self.security = _security.default() if security == "default" else security
         self.address = cluster.task_address(job_name, self.task_index)
         # this process's share of the host's cores: the cluster says which tasks are
         # local (with inproc every task is in this process)
@@ -100,10 +142,12 @@ class Server:
             all_in_process=self.protocol == "inproc",
             override=getattr(config, "intra_op_parallelism_threads", 0) or 0)
         self.worker = Worker(self.runtime, job_name, self.task_index, config,
-                             resolver=self._resolve)
+                             resolver=self._resolve, file_policy=self.file_policy)
         self.worker._on_shutdown = self._on_shutdown
         self.master = Master(self.runtime, self.worker, cluster=cluster,
-                             transport=self.transport,
+                             transport=_SecuredClients(self.transport, self.security)
+                             if isinstance(self.transport, MessageTransport)
+                             else self.transport,
                              health_check_period=health_check_period,
                              session_gc_seconds=session_gc_seconds)
         self._handle: Any = None
@@ -142,7 +186,8 @@ class Server:
 
                 self._handle = self.transport.serve(
                     self.address, ServiceHandler(self.master, self.worker,
-                                                 on_shutdown=self._on_shutdown))
+                                                 on_shutdown=self._on_shutdown,
+                                                 security=self.security))
             else:
                 self._handle = self.transport.start_server(self.address, self.master,
                                                            self.worker)
@@ -183,14 +228,37 @@ class Server:
         return f"<Server /job:{self.job_name}/task:{self.task_index} {self.target}>"
 
 
-def shutdown_cluster(target: str, reason: str = "", runtime: Any = None) -> None:
+class _SecuredClients:
+    """A server's transport as its master sees it: the worker clients it makes carry
+    the server's security config (its tokens and credentials), not the process's."""
+
+    def __init__(self, transport: Any, security: Any):
+        self._transport, self._security = transport, security
+
+    def worker_client(self, address: str) -> Any:
+        """A worker client of ``address`` with the server's security config."""
+        return self._transport.worker_client(address, security=self._security)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def shutdown_cluster(target: str, reason: str = "", runtime: Any = None,
+                     security: Any = "default") -> None:
     """Stop every task of the cluster whose master is at ``target``: each task's
     ``Server.join()`` returns. This is how the chief ends a job whose parameter servers
-    would otherwise serve forever."""
+    would otherwise serve forever. ``security``: the caller's
+    :class:`~flowrt.distributed.security.SecurityConfig` (default: the process's); a
+    cluster with an admin token stops only for a caller that has it
+    (``PermissionDeniedError`` otherwise)."""
 
     scheme, address = parse_target(target)
     if not scheme:
         raise ValueError("shutdown_cluster needs a server target such as grpc://host:port")
     rt = runtime or default_runtime()
+    transport = rt.transport(scheme)
     # every master service (a client, or an in-process master) stops its whole cluster
-    rt.transport(scheme).master_client(address).shutdown(reason)
+    if isinstance(transport, MessageTransport):
+        transport.master_client(address, security=security).shutdown(reason)
+    else:
+        transport.master_client(address).shutdown(reason)

@@ -286,15 +286,49 @@ class _Mapped:
     """Mappings of segments this process received, kept for the segments' next use:
     a segment is written again and again by its sender, and mapping it anew each time
     would cost page faults and TLB flushes. Least recently used ones are dropped past
-    :attr:`max_entries` or :attr:`max_bytes` (arrays still using one keep it alive)."""
+    :attr:`max_entries` or :attr:`max_bytes` (arrays still using one keep it alive).
+    Those of writers that exited are dropped by a sweep every :attr:`sweep_s`
+    seconds and whenever a segment of a new writer is mapped."""
 
     max_entries = 64
-    max_bytes = 1 << 30
+    #: ``FLOWRT_SHM_MAP_BYTES`` in the environment
+    max_bytes = int(os.environ.get("FLOWRT_SHM_MAP_BYTES", "") or 256 << 20)
+    sweep_s = 2.0
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._maps: dict[str, mmap.mmap] = {}  # in least-recently-used-first order
         self._bytes = 0
+        self._writers: set[str] = set()  # pids whose segments are mapped
+        self._sweeper: threading.Thread | None = None
+
+    def sweep(self) -> int:
+        """Drop the mappings of segments whose writer exited (and the control files of
+        those writers); returns how many were dropped."""
+        with self._lock:
+            pids = {n.split("-", 2)[1] for n in self._maps} | self._writers
+        gone = {p for p in pids if not _alive(int(p))}
+        if not gone:
+            return 0
+        with self._lock:
+            dead = [n for n in self._maps if n.split("-", 2)[1] in gone]
+            for n in dead:
+                self._bytes -= len(self._maps.pop(n))
+            self._writers -= gone
+        with _controls_lock:
+            for w in [w for w in _controls if w.split("-", 2)[1] in gone]:
+                ctl = _controls.pop(w)
+                if ctl is not None:
+                    ctl.close()
+        return len(dead)
+
+    def _sweep_loop(self) -> None:
+        while True:
+            time.sleep(self.sweep_s)
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - a sweep must never end the loop
+                pass
 
     def get(self, name: str, nbytes: int) -> mmap.mmap:
         """A read-only mapping of segment ``name``, at least ``nbytes`` long: the cached
@@ -311,6 +345,14 @@ class _Mapped:
             if mp is not None:
                 self._bytes -= len(mp)
         mp = _map(name, nbytes)
+        writer = name.split("-", 2)[1]
+        if writer not in self._writers:  # a new client: drop those that exited
+            self._writers.add(writer)
+            self.sweep()
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep_loop, daemon=True,
+                                                 name="flowrt-shm-sweep")
+                self._sweeper.start()
         with self._lock:
             old = self._maps.pop(name, None)
             if old is not None:

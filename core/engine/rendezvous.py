@@ -170,6 +170,10 @@ class Rendezvous:
                     return False
             return True
 
+    def has_values(self) -> bool:
+        """Whether a tensor was sent and not yet received."""
+        return bool(self._values)
+
     def take_values(self, select: Callable[[str], bool]) -> list[tuple[str, Any]]:
         """Remove and return every undelivered ``(key, value)`` whose key ``select``
         accepts."""

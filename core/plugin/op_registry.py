@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..base import dtypes as _dt
+from .file_policy import OUTSIDE_STEP, UNRESTRICTED
 
 __all__ = ["ArgDef", "AttrDef", "OpDef", "KernelDef", "KernelSet", "TYPE_GROUPS",
            "KernelContext"]
@@ -284,12 +285,19 @@ class KernelContext:
     :ivar op: the graph :class:`~flowrt.graph.Operation` the node came from (None for
         nodes made by graph passes)
     :ivar session_state: per-session state for stateful kernels (rarely needed)
+    :ivar file_policy: the :class:`~flowrt.plugin.file_policy.FilePolicy` every path the
+        kernel opens must pass (``flowrt.plugin.file_policy.check_path``): its worker's
+        (a server's ``file_roots``), unrestricted for a local session, and refusing
+        every path for a kernel made outside a step (no ``session_state``)
     """
 
     __slots__ = ("node_name", "op_type", "attrs", "device", "xp", "input_dtypes",
-                 "output_dtypes", "input_shapes", "output_shapes", "op", "session_state")
+                 "output_dtypes", "input_shapes", "output_shapes", "op", "session_state",
+                 "file_policy")
 
     def __init__(self, node: Any, device: Any, session_state: Any = None):
+        """What ``node`` (a step-graph node or a graph ``Operation``) on ``device`` gives
+        its kernel; ``session_state`` is None outside a step (see ``file_policy``)."""
         self.op = getattr(node, "source_op", node)
         self.node_name: str = node.name
         self.op_type: str = node.type
@@ -307,6 +315,8 @@ class KernelContext:
             self.input_shapes = [t.shape for t in node.inputs]
             self.output_shapes = [t.shape for t in node.outputs]
         self.session_state = session_state
+        self.file_policy = OUTSIDE_STEP if session_state is None else \
+            getattr(session_state, "file_policy", None) or UNRESTRICTED
 
     def attr(self, name: str) -> Any:
         return self.attrs[name]

@@ -155,16 +155,19 @@ class WorkerService(Protocol):
         :class:`RunGraphRequest` for what the request says)."""
         ...
 
-    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None,
+                    cancel: threading.Event | None = None) -> Any:
         """``RecvTensor``: the tensor this task sent under ``key`` in step
-        ``step_id`` (waits for the send)."""
+        ``step_id`` (waits for the send; ``cancel``, set when the caller went away,
+        ends the wait)."""
         ...
 
     def recv_tensors(self, step_id: int, keys: Sequence[str],
-                     timeout: float | None = None, wait_all: bool = False
-                     ) -> list[tuple[int, Any]]:
+                     timeout: float | None = None, wait_all: bool = False,
+                     cancel: threading.Event | None = None) -> list[tuple[int, Any]]:
         """``RecvTensors``: ``[(index in keys, value)]`` for every key sent by the time
-        at least one was (every one with ``wait_all``)."""
+        at least one was (every one with ``wait_all``; ``cancel`` as for
+        :meth:`recv_tensor`)."""
         ...
 
     def abort_step(self, step_id: int, error: BaseException) -> None:

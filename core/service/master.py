@@ -50,13 +50,25 @@ def _task_name(w: Any) -> str:
     return f"/job:{w.job}/replica:0/task:{w.task}"
 
 
+#: unset cancel events of steps that are over (making a threading.Event costs more than
+#: the rest of a step's bookkeeping); list.pop and append are atomic
+_FREE_EVENTS: list[threading.Event] = []
+
+
+def _take_event() -> threading.Event:
+    try:
+        return _FREE_EVENTS.pop()
+    except IndexError:
+        return threading.Event()
+
+
 class _Inflight:
     """A step running on several tasks: the master waits on ``q`` for each task's
     result. The first failure (a task's error, or the health checker finding a task
     gone) aborts the step on every task at once, so partitions blocked on a transfer
     from the failed task wake up instead of waiting for their receive timeout."""
 
-    __slots__ = ("step_id", "workers", "q", "error", "_lock", "local", "cancel")
+    __slots__ = ("step_id", "workers", "q", "error", "_lock", "local", "cancel", "over")
 
     def __init__(self, step_id: int, workers: list[Any], local: Any = None):
         self.step_id, self.workers, self.local = step_id, workers, local
@@ -65,14 +77,25 @@ class _Inflight:
         self.error: BaseException | None = None
         self._lock = threading.Lock()
         #: set on the first failure: a call the master's thread makes itself stops
-        self.cancel = threading.Event()
+        self.cancel = _take_event()
+        self.over = False
+
+    def done(self) -> None:
+        """The step succeeded and every part returned: a late :meth:`fail` (the
+        health checker's) does nothing, and the cancel event serves another step."""
+        with self._lock:
+            if self.error is not None or self.over:
+                return
+            self.over = True
+        if len(_FREE_EVENTS) < 64:
+            _FREE_EVENTS.append(self.cancel)
 
     def fail(self, error: BaseException) -> list[futures.Future]:
         """Record the step's first error and abort it on every task; returns the
         futures of the aborts sent to other tasks (none if the step had failed)."""
 
         with self._lock:
-            if self.error is not None:
+            if self.error is not None or self.over:
                 return []
             self.error = error
         self.cancel.set()
@@ -712,6 +735,7 @@ class MasterSession:
                         out[pos] = r[pos]
             if fl.error is not None:
                 raise fl.error
+            fl.done()
         finally:
             master._inflight.pop(step_id, None)
             if cs.push and fl.error is None:
@@ -758,6 +782,7 @@ class MasterSession:
                 local.forget_step(step_id)
         if fl.error is not None:
             raise fl.error
+        fl.done()
         return out, _joined([ra.stats, rl.stats, rb.stats]) if trace else None
 
     def check_graph_version(self, version: int) -> None:
@@ -939,7 +964,9 @@ class Master:
             delay = 0.05
             while True:
                 try:
-                    left = max(0.2, deadline - time.monotonic())
+                    # never past the deadline by much: the client waits only a
+                    # little longer (flowrt.rpc.call_timeout) to hear which task it was
+                    left = max(0.05, deadline - time.monotonic())
                     resp = w.get_status(timeout=min(left, 10.0))
                     key = (w.job, w.task)
                     if resp.job and (resp.job, resp.task) != key:
@@ -950,12 +977,15 @@ class Master:
                     self._observe(w)
                     break
                 except (errors.UnavailableError, errors.DeadlineExceededError) as e:
-                    if time.monotonic() + delay >= deadline:
+                    # give up at the deadline, not before: a remote client waits for
+                    # this answer up to then (and a little more), not again
+                    now = time.monotonic()
+                    if now >= deadline - 0.01:
                         raise errors.UnavailableError(
                             None, None, f"could not reach task {_task_name(w)} at "
                             f"{w.target} within {deadline_s:g} s "
                             f"(last error: {e.message})") from None
-                    time.sleep(delay)
+                    time.sleep(min(delay, deadline - now))
                     delay = min(1.0, delay * 2)
         if self.cluster is not None:
             self._start_monitor()

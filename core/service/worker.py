@@ -8,8 +8,10 @@ processes, a transport plugin serves them.
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 from ..base import errors
@@ -25,6 +27,10 @@ __all__ = ["Worker"]
 
 #: how long a remote receive may wait for its tensor when the step has no deadline
 RECV_TIMEOUT = 3600.0
+#: how long a remote receive for a step this task does not know (it runs no part of
+#: it and holds nothing sent in it) waits for the step to start here before it fails
+#: with AbortedError (``FLOWRT_UNKNOWN_STEP_S`` in the server's environment)
+UNKNOWN_STEP_S = float(os.environ.get("FLOWRT_UNKNOWN_STEP_S", "") or 10.0)
 
 
 class _Registered:
@@ -300,6 +306,9 @@ class Worker:
         devices
     :param resolver: in a cluster, ``resolver(job, task)`` gives the worker service
         (a client) of another task; tensors sent from there are pulled through it
+    :param file_policy: the directories its file ops may touch (a
+        :class:`~flowrt.plugin.file_policy.FilePolicy`; None: anywhere), given to every
+        session state it makes, which hands it to kernels (``KernelContext.file_policy``)
     """
 
     #: an in-process run_graph cannot stop waiting: it runs on the caller's thread
@@ -307,9 +316,11 @@ class Worker:
 
     def __init__(self, runtime: Any, job: str = "localhost", task: int = 0,
                  config: Any = None,
-                 resolver: Callable[[str, int], Any] | None = None):
+                 resolver: Callable[[str, int], Any] | None = None,
+                 file_policy: Any = None):
         """See the class's parameters; devices are discovered on first use."""
         self.runtime = runtime
+        self.file_policy = file_policy
         self.job = job
         self.task = task
         self.config = config
@@ -368,8 +379,10 @@ class Worker:
         use)."""
         st = self._sessions.get(session_handle)
         if st is None:
+            new = SessionState(session_handle)
+            new.file_policy = self.file_policy  # type: ignore[attr-defined]  # for kernels
             with self._lock:
-                st = self._sessions.setdefault(session_handle, SessionState(session_handle))
+                st = self._sessions.setdefault(session_handle, new)
         return st
 
     def register_graph(self, session_handle: str, ir: GraphIR,
@@ -637,9 +650,46 @@ class Worker:
                 if not s:
                     del self._step_ctx[step_id]
 
-    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+    def _step_known(self, step_id: int) -> bool:
+        """Whether this task runs a part of the step or holds a tensor sent in it."""
+        if step_id in self._running_steps or step_id in self._step_ctx:
+            return True
+        r = self.rendezvous_mgr.get(step_id)
+        return r is not None and r.has_values()
+
+    def _recv_wait(self, step_id: int, wait: Callable[[float], bool],
+                   timeout: float | None, cancel: threading.Event | None) -> bool:
+        """Wait with ``wait(seconds)`` (True once the receive has what it needs) for up
+        to ``timeout`` seconds (None: :data:`RECV_TIMEOUT`); False when it timed out.
+        A step this task does not know is waited for :data:`UNKNOWN_STEP_S` at most
+        (AbortedError); ``cancel`` (the caller went away) ends the wait with
+        CancelledError. (An aborted step wakes ``wait`` with its error.)"""
+        now = time.monotonic()
+        end = now + (RECV_TIMEOUT if timeout is None else timeout)
+        unknown = None if self._step_known(step_id) else now + UNKNOWN_STEP_S
+        while True:
+            limit = end if unknown is None else min(end, unknown)
+            left = max(0.0, limit - now)
+            if wait(left if cancel is None else min(left, 0.25)):
+                return True
+            now = time.monotonic()
+            if cancel is not None and cancel.is_set():
+                raise errors.CancelledError(None, None, f"a receive of step {step_id:x} "
+                                            "was cancelled: its caller went away")
+            if now >= end:
+                return False
+            if unknown is not None and now >= unknown:
+                if not self._step_known(step_id):
+                    raise errors.AbortedError(
+                        None, None, f"/job:{self.job}/replica:0/task:{self.task}: step "
+                        f"{step_id:x} did not start on this task within "
+                        f"{UNKNOWN_STEP_S:g} s of a receive asking for its tensors")
+                unknown = None
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None,
+                    cancel: threading.Event | None = None) -> Any:
         """The tensor this task sent under ``key`` in step ``step_id`` (waits for the
-        send); host memory, or DEAD."""
+        send, see :meth:`_recv_wait`); host memory, or DEAD."""
         r = self._step_rendezvous(step_id)
         ev = threading.Event()
         box: list[Any] = []
@@ -649,10 +699,17 @@ class Worker:
             ev.set()
 
         r.recv_async(key, arrived)
-        if not ev.wait(RECV_TIMEOUT if timeout is None else timeout):
-            raise errors.DeadlineExceededError(
+        failed: BaseException | None = None
+        try:
+            done = self._recv_wait(step_id, ev.wait, timeout, cancel)
+        except errors.OpError as e:
+            done, failed = False, e
+        if not done and r.withdraw(key, arrived):
+            self._release_step(step_id)
+            raise failed or errors.DeadlineExceededError(
                 None, None, f"/job:{self.job}/replica:0/task:{self.task}: tensor {key} "
                 f"of step {step_id:x} was not sent within {timeout} s")
+        ev.wait(10.0)  # set, or about to be: a send or an abort took the receive
         item, err = box[0]
         self._release_step(step_id)
         if err is not None:
@@ -663,12 +720,12 @@ class Worker:
         return src.to_host(value)
 
     def recv_tensors(self, step_id: int, keys: Sequence[str],
-                     timeout: float | None = None, wait_all: bool = False
-                     ) -> list[tuple[int, Any]]:
+                     timeout: float | None = None, wait_all: bool = False,
+                     cancel: threading.Event | None = None) -> list[tuple[int, Any]]:
         """Several tensors this task sent in step ``step_id``: waits until at least one
-        of ``keys`` was sent (every one with ``wait_all``), then returns
-        ``[(index in keys, host value or DEAD)]`` for every key sent by then; the
-        others stay for a later call."""
+        of ``keys`` was sent (every one with ``wait_all``; see :meth:`_recv_wait`),
+        then returns ``[(index in keys, host value or DEAD)]`` for every key sent by
+        then; the others stay for a later call."""
         r = self._step_rendezvous(step_id)
         cond = threading.Condition()
         got: dict[int, tuple[Any, BaseException | None]] = {}
@@ -687,9 +744,13 @@ class Worker:
         callbacks = [waiter(i) for i in range(len(keys))]
         for k, cb in zip(keys, callbacks):
             r.recv_async(k, cb)
+        failed: BaseException | None = None
         with cond:
-            cond.wait_for(lambda: len(got) >= enough[0],
-                          RECV_TIMEOUT if timeout is None else timeout)
+            try:
+                self._recv_wait(step_id, lambda t: cond.wait_for(
+                    lambda: len(got) >= enough[0], t), timeout, cancel)
+            except errors.OpError as e:
+                failed = e
             enough[0] = 0
         taken = _withdraw(r, keys, callbacks)
         with cond:  # a callback a send just took is about to run: wait for it
@@ -699,6 +760,8 @@ class Worker:
             raise errors.InternalError(None, None, f"/job:{self.job}/replica:0/task:"
                                        f"{self.task}: a receive of step {step_id:x} "
                                        "never completed")
+        if not taken and failed is not None:
+            raise failed
         if not taken:
             raise errors.DeadlineExceededError(
                 None, None, f"/job:{self.job}/replica:0/task:{self.task}: none of the "

@@ -1,16 +1,19 @@
-"""The ``flowrt`` command: ``flowrt plugins``, ``flowrt demo``, ``flowrt server`` and
-``flowrt inspect``."""
+"""The ``flowrt`` command: ``flowrt plugins``, ``flowrt demo``, ``flowrt server``,
+``flowrt keys`` and ``flowrt inspect``."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from typing import Sequence
 
 from flowrt.base import errors, host_budget
+from flowrt.distributed import security as _security
 from flowrt.distributed import server as _server
 from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
+from flowrt.modeling.cluster_resolver import resolver_by_name
 from flowrt.plugin.runtime import Runtime, default_runtime
 from flowrt.proto.config_pb2 import ConfigProto
 from flowrt.tools.demo import run_demo
@@ -102,7 +105,13 @@ def _cmd_server(args: argparse.Namespace) -> int:
 
 
     try:
-        if args.cluster:
+        resolver = None
+        if args.resolver:
+            if args.cluster:
+                raise ValueError("give --cluster or --resolver, not both")
+            resolver = resolver_by_name(args.resolver, **_resolver_options(args))
+            cluster, job, task = resolver, None, None
+        elif args.cluster:
             with open(args.cluster, encoding="utf-8") as f:
                 text = f.read()
             try:
@@ -117,9 +126,12 @@ def _cmd_server(args: argparse.Namespace) -> int:
             cluster, job, task = cluster_from_environment()
         job = args.job or job
         task = args.task if args.task is not None else task
+        if resolver is not None:
+            job = job or resolver.task_type
+            task = task if task is not None else resolver.task_id
         if job is None:
             raise ValueError("say which task this is: --job and --task (or a \"task\" in "
-                             "the FLOWRT_CONFIG JSON)")
+                             "the FLOWRT_CONFIG JSON, or one the resolver finds)")
         config = None
         if args.intra_op_threads is not None or args.gpus is not None:
 
@@ -130,18 +142,21 @@ def _cmd_server(args: argparse.Namespace) -> int:
                 if args.gpus < 0:
                     raise ValueError(f"--gpus must be >= 0, got {args.gpus}")
                 config.device_count["GPU"] = args.gpus
+        roots = (args.file_root or [os.getcwd()]) + \
+            ([args.checkpoint_dir] if args.checkpoint_dir else [])
         server = _server.Server(cluster, job_name=job, task_index=task or 0,
                         protocol=args.protocol, config=config,
                         health_check_period=args.health_check_period,
-                        session_gc_seconds=args.session_gc_seconds, start=False)
+                        session_gc_seconds=args.session_gc_seconds, start=False,
+                        file_roots=roots, security=_server_security(args))
         server.worker.devices  # discover now: the config applies before any step
         if args.max_message_bytes is not None:
             if not hasattr(server.transport, "max_message_bytes"):
-                raise ValueError(f"--max-message-bytes: the {args.protocol} transport has "
+                raise ValueError(f"--max-message-bytes: the {server.protocol} transport has "
                                  "no message size limit")
             server.transport.max_message_bytes = int(args.max_message_bytes)
         server.start()
-    except (OSError, ValueError, TypeError, errors.OpError) as e:
+    except (OSError, ValueError, TypeError, RuntimeError, errors.OpError) as e:
         print(f"flowrt server: {getattr(e, 'message', None) or e}", file=sys.stderr)
         return 2
     # the handler only records the signal: stopping happens on the main loop below
@@ -150,6 +165,9 @@ def _cmd_server(args: argparse.Namespace) -> int:
     print(f"flowrt server: /job:{server.job_name}/task:{server.task_index} serving "
           f"{server.target}", flush=True)
     print(f"flowrt server: {_threads_line(host_budget.current())}", flush=True)
+    print(f"flowrt server: file ops may touch {', '.join(server.file_policy.roots)}",
+          flush=True)
+    print(f"flowrt server: security: {_security_line(server)}", flush=True)
     try:
         while not server.join(0.2):
             if signalled:
@@ -160,6 +178,61 @@ def _cmd_server(args: argparse.Namespace) -> int:
         server.stop()
     print(f"flowrt server: stopped ({server.shutdown_reason or 'stop'})", flush=True)
     return 0
+
+
+#: the server's security flags and the SecurityConfig argument each fills
+_SECURITY_FLAGS = {"token_file": "token_file", "admin_token_file": "admin_token_file",
+                   "tls_cert": "tls_cert", "tls_key": "tls_key", "tls_ca": "tls_ca",
+                   "curve_secret_key": "curve_secret_key",
+                   "curve_public_keys": "curve_public_keys"}
+
+
+def _server_security(args: argparse.Namespace) -> "_security.SecurityConfig | None":
+    """The server's security config: its flags, over the ``FLOWRT_*`` variables."""
+    kw = {a: os.environ[v] for a, v in _security.ENV.items() if os.environ.get(v)}
+    kw.update({a: getattr(args, f) for f, a in _SECURITY_FLAGS.items()
+               if getattr(args, f) is not None})
+    return _security.SecurityConfig(**kw) if kw else None
+
+
+def _security_line(server: "_server.Server") -> str:
+    """What protects the server's port, or a warning that nothing does."""
+    sec = server.security
+    on = [n for n, v in (("cluster token", sec and sec.token), ("admin token", sec and
+          sec.admin_token), ("TLS", sec and sec.tls), ("CURVE", sec and sec.curve)) if v]
+    if on:
+        return ", ".join(on)
+    return ("NONE: anyone who can reach this port controls the task (see "
+            "docs/distributed.md, Security)")
+
+
+def _cmd_keys(args: argparse.Namespace) -> int:
+    """``flowrt keys DIR``: write a development cluster's tokens, TLS certificates and
+    CURVE keys (:func:`flowrt.distributed.security.make_dev_keys`)."""
+    try:
+        paths = _security.make_dev_keys(args.dir, args.host or (), tls=not args.no_tls,
+                                        curve=not args.no_curve, days=args.days)
+    except (OSError, RuntimeError, ValueError) as e:
+        print(f"flowrt keys: {e}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _resolver_options(args: argparse.Namespace) -> dict[str, object]:
+    """``--resolver-option KEY=VALUE`` as keyword arguments: VALUE as JSON when it
+    parses (numbers, objects), else as a string."""
+    out: dict[str, object] = {}
+    for item in args.resolver_option or ():
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"--resolver-option wants KEY=VALUE, got {item!r}")
+        try:
+            out[key.replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.replace("-", "_")] = value
+    return out
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -199,14 +272,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "--cluster (a JSON file: {job: [host:port, ...]}, or a "
                         "TF_CONFIG-shaped object) or from the FLOWRT_CONFIG environment "
                         "variable ({\"cluster\": {...}, \"task\": {\"type\": \"worker\", "
-                        "\"index\": 0}}). Runs until the cluster is shut down "
-                        "(flowrt.train.shutdown_cluster) or the process gets SIGTERM.")
+                        "\"index\": 0}}), or from a scheduler (--resolver). Runs until the "
+                        "cluster is shut down (flowrt.train.shutdown_cluster) or the "
+                        "process gets SIGTERM.")
     sv.add_argument("--cluster", metavar="FILE", help="cluster JSON file")
     sv.add_argument("--job", help="this task's job name")
     sv.add_argument("--task", type=int, help="this task's index")
-    sv.add_argument("--protocol", choices=_Schemes(), default="grpc",
+    sv.add_argument("--resolver", choices=("tf_config", "slurm", "kubernetes"),
+                    help="take the cluster and this task from a cluster resolver: the "
+                    "TF_CONFIG variable, the Slurm step, or Kubernetes headless services "
+                    "(FLOWRT_K8S_SERVICES); see docs/distributed.md")
+    sv.add_argument("--resolver-option", action="append", metavar="KEY=VALUE",
+                    help="a keyword argument of the resolver, VALUE as JSON if it parses: "
+                    "jobs='{\"ps\": 1, \"worker\": 3}', port_base=8888 (repeatable)")
+    sv.add_argument("--protocol", choices=_Schemes(), default=None,
                     help="the transport serving this task, one of the runtime's: "
-                    "%(choices)s (default: grpc)")
+                    "%(choices)s (default: the resolver's rpc layer, else grpc)")
+    sv.add_argument("--file-root", action="append", metavar="DIR",
+                    help="a directory the file ops of clients' graphs (checkpoints, "
+                    "read_file, readers ...) may touch (repeatable); default: the "
+                    "working directory; --file-root / allows every path")
+    sv.add_argument("--checkpoint-dir", metavar="DIR",
+                    help="where checkpoints of this task go: added to the file roots")
     sv.add_argument("--health-check-period", type=float, default=None,
                     help="seconds between health checks of the other tasks (default 1)")
     sv.add_argument("--max-message-bytes", type=int, default=None,
@@ -222,7 +309,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     sv.add_argument("--gpus", type=int, default=None, metavar="N",
                     help="use at most N GPUs (ConfigProto.device_count['GPU']); 0 for a "
                     "parameter server that must not touch the GPUs")
+    for flag, what in (("--token-file", "the cluster token every request must carry"),
+                       ("--admin-token-file", "the admin token shutdown and reset need"),
+                       ("--tls-cert", "grpc: this server's PEM certificate (mutual TLS)"),
+                       ("--tls-key", "grpc: the certificate's PEM private key"),
+                       ("--tls-ca", "grpc: the cluster CA's PEM certificate"),
+                       ("--curve-secret-key", "zmq: the servers' CURVE keypair file")):
+        sv.add_argument(flag, metavar="FILE", help=f"{what} (default: "
+                        f"${_security.ENV[flag[2:].replace('-', '_')]})")
+    sv.add_argument("--curve-public-keys", metavar="DIR", help="zmq: the client public "
+                    "keys (*.key) to accept (default: $FLOWRT_CURVE_PUBLIC_KEYS)")
     sv.set_defaults(fn=_cmd_server)
+    sk = sub.add_parser("keys", help="make a development cluster's tokens and keys",
+                        description="Write into DIR: token and admin-token (random, mode "
+                        "0600); a CA, server and client TLS certificates (needs the "
+                        "'security' extra); CURVE keypairs for zmq in DIR/curve. For "
+                        "development and tests: use your own CA in production.")
+    sk.add_argument("dir", metavar="DIR")
+    sk.add_argument("--host", action="append", metavar="NAME",
+                    help="a host name or address the server certificate also covers "
+                    "(repeatable; 127.0.0.1 and localhost always)")
+    sk.add_argument("--no-tls", action="store_true", help="no TLS certificates")
+    sk.add_argument("--no-curve", action="store_true", help="no CURVE keys")
+    sk.add_argument("--days", type=int, default=365, help="certificate lifetime")
+    sk.set_defaults(fn=_cmd_keys)
     si = sub.add_parser("inspect", help="show a checkpoint, SavedModel or graph file",
                         description="Print what PATH holds: a checkpoint (prefix, .index, "
                         "or a directory with a checkpoint state file): its variables with "

@@ -23,16 +23,38 @@ frame size exactly; anything else is refused as malformed.
 
 Calls
 -----
-- A request whose frame fits in ``chunk_bytes`` is one unary call to
-  ``/flowrt.<method>``; its reply comes back in the unary response when it fits in
-  ``chunk_bytes`` too. A larger reply is parked on the server and the response is a
-  *pending reply* frame carrying a one-time token; the client at once fetches it with a
-  server-streaming call to ``/flowrt-transport/FetchReply`` (the token as request), in
-  chunks. Unary calls are the cheapest grpcio offers for the tiny messages that make up
-  most traffic, and chunked streams are the fastest way to move large ones.
-- A larger request is a bidirectional stream to ``/flowrt-chunked.<method>``: the frame
-  is cut into pieces of ``chunk_bytes`` bytes (the last one shorter) and the reply
-  streams back the same way.
+- A request whose frame fits in ``chunk_bytes`` travels on a *call stream*: a
+  long-lived bidirectional stream to ``/flowrt-transport/Calls`` that the channel keeps
+  open to its peer and reuses call after call. A stream carries one call at a time: the
+  client writes one request message and reads one reply message; concurrent calls use
+  separate streams (the channel keeps a pool of them, opening one when none is idle).
+  The server answers a stream's request on the thread that reads the stream, so a call
+  costs no hand-off between server threads and none of a unary call's setup. Each
+  message is a 16-byte prefix, then the frame::
+
+      offset 0   u64 call id   (chosen by the client, echoed in the reply)
+      offset 8   u32 method_len (requests: the method's UTF-8 length; replies: 0)
+      offset 12  u32 zero
+      offset 16  method (requests only), zero padding to the next multiple of 16,
+                 then the frame (so its buffers stay 16-byte aligned)
+
+  A reply that does not fit in ``chunk_bytes`` is parked on the server and the reply
+  message carries a *pending reply* frame with a one-time token; the client at once
+  fetches it with a server-streaming call to ``/flowrt-transport/FetchReply`` (the
+  token as request), in chunks. A failure of the transport itself (a malformed or
+  oversized request, a handler that crashed, a server that is stopping) ends the stream
+  with the gRPC status a unary call would have had, and the next call opens a new one.
+  A call whose deadline passes or whose ``cancel`` event is set ends its stream (a
+  watchdog thread per transport looks at them every 100 ms), so a late reply never
+  reaches a later call. A stream that breaks (its peer died, the connection dropped)
+  fails its call with UnavailableError naming the address; the next call opens a new
+  stream, reconnecting to a restarted server.
+- A larger request is a bidirectional stream of its own to ``/flowrt-chunked.<method>``:
+  the frame is cut into pieces of ``chunk_bytes`` bytes (the last one shorter) and the
+  reply streams back the same way.
+- Servers also answer a small request as a unary call to ``/flowrt.<method>`` (the
+  reply in the unary response, or a pending reply frame); a channel makes such calls
+  instead of using call streams when :attr:`GrpcTransport.call_streams` is False.
 - A frame larger than ``max_message_bytes`` is refused (RESOURCE_EXHAUSTED) as soon as
   its prefix is read, before any of it is handed to the handler. Malformed frames and
   handler crashes end the call with INTERNAL and the server's reason.
@@ -43,17 +65,20 @@ DeadlineExceededError, RESOURCE_EXHAUSTED -> ResourceExhaustedError, UNIMPLEMENT
 UnimplementedError, UNKNOWN -> UnknownError, anything else -> InternalError.
 
 Servers run every handler on its own thread (idle threads are reused and retire after a
-while), so any number of handlers may block at once. HTTP/2 keepalive pings notice a
-silent dead peer within about 15 seconds; a peer process that dies closes its sockets
-and fails calls at once.
+while; an open call stream holds one), so any number of handlers may block at once.
+HTTP/2 keepalive pings notice a silent dead peer within about 15 seconds; a peer process
+that dies closes its sockets and fails calls at once.
 """
 from __future__ import annotations
 
+import heapq
 import itertools
+import os
 import secrets
 import struct
 import threading
 import time
+from queue import SimpleQueue
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import grpc
@@ -62,6 +87,7 @@ import numpy as np
 
 from flowrt import errors
 from flowrt.distributed.message_transport import MessageTransport
+from flowrt.distributed.rpc import request_context
 from flowrt.threads import DaemonPool
 from flowrt.transport import Channel, Handler, ServerHandle, split_host_port
 
@@ -76,14 +102,19 @@ _ZEROS = bytes(_ALIGN)
 _UNARY_PREFIX = "/flowrt."
 _CHUNKED_PREFIX = "/flowrt-chunked."
 _FETCH_PATH = "/flowrt-transport/FetchReply"
+_CALLS_PATH = "/flowrt-transport/Calls"
+#: the prefix of a call stream message: call id, method length, zero
+_CALL = struct.Struct("<QII")
 
 #: seconds a parked large reply waits for its fetch before it is dropped
 PENDING_TTL = 60.0
 #: seconds an idle server thread waits for work before it exits
-IDLE_THREAD_S = 30.0
+IDLE_THREAD_S = float(os.environ.get("FLOWRT_IDLE_THREAD_S", "") or 30.0)
 #: distinct method paths whose gRPC handlers a server keeps cached
 _HANDLER_CACHE = 1024
 _CANCEL_SLICE_S = 0.1  # how often a cancellable call looks at its cancel event
+#: idle call streams a channel keeps open for later calls; more are closed when returned
+MAX_IDLE_STREAMS = 16
 
 
 class FrameError(Exception):
@@ -187,6 +218,35 @@ def decode_frame(data: Any, limit: int) -> tuple[int, bytes, list[memoryview]]:
         bufs.append(mv[pos:pos + size])
         pos += size
     return kind, header, bufs
+
+
+def _call_message(rid: int, method: bytes, pieces: Sequence[Any]) -> bytes:
+    """A call stream message: the prefix, the method (requests) and the frame's
+    pieces, the frame starting 16-byte aligned."""
+    head = _CALL.pack(rid, len(method), 0) + method
+    pad = _align(len(head)) - len(head)
+    return b"".join([head, _ZEROS[:pad], *pieces]) if pad else b"".join([head, *pieces])
+
+
+def _split_call(msg: bytes, limit: int) -> tuple[int, str, int, bytes, list[memoryview]]:
+    """Decode a call stream message: ``(call id, method, kind, header, buffers)``
+    (``method`` is empty in replies); raises :class:`FrameError` when it is
+    malformed or over ``limit`` bytes."""
+    mv = memoryview(msg)
+    if len(mv) < _CALL.size:
+        raise FrameError(f"call message of {len(mv)} bytes is shorter than its "
+                         f"{_CALL.size}-byte prefix")
+    rid, mlen, zero = _CALL.unpack_from(mv)
+    start = _align(_CALL.size + mlen)
+    if zero or start > len(mv):
+        raise FrameError(f"malformed call message prefix (method length {mlen}, "
+                         f"{len(mv)} bytes)")
+    try:
+        method = str(mv[_CALL.size:_CALL.size + mlen], "utf-8")
+    except UnicodeDecodeError:
+        raise FrameError("the method name is not UTF-8") from None
+    kind, header, bufs = decode_frame(mv[start:], limit)
+    return rid, method, kind, header, bufs
 
 
 def _chunks(pieces: Sequence[Any], size: int) -> Iterator[bytes]:
@@ -294,16 +354,36 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
         self._pending = _Pending()
         self._cache: dict[str, grpc.RpcMethodHandler] = {}
         self._fetch = grpc.unary_stream_rpc_method_handler(self._fetch_reply)
+        self._calls_handler = grpc.stream_stream_rpc_method_handler(self._calls)
+        self._streams: set[_ServedStream] = set()  # the open call streams
+        self._streams_lock = threading.Lock()
         # each request on an idle thread or a new one: never queued behind blocked
         # work (a step can block for long); daemon threads, never joined at exit
         self._executor = DaemonPool(None, thread_name_prefix=f"grpc-server-{port}",
                                     idle_timeout=IDLE_THREAD_S)
+        self._reaper = _Reaper(transport.stall_s)
         self._stopped = False
         bind_host = f"[{host}]" if ":" in host else host
+        # each open stream holds a thread: beyond max_streams grpc refuses new ones
+        # (RESOURCE_EXHAUSTED)
         self._server = grpc.server(self._executor, handlers=[self],
-                                   options=transport._server_options())
+                                   options=transport._server_options(),
+                                   maximum_concurrent_rpcs=transport.max_streams or None)
+        sec = getattr(handler, "security", None)
+        if sec is not None and sec.curve and not sec.tls:
+            self._executor.shutdown()
+            raise errors.InvalidArgumentError(
+                None, None, f"gRPC server on {address!r}: the security config has CURVE "
+                "keys but no TLS certificate (grpc encrypts with TLS: --tls-cert, "
+                "--tls-key, --tls-ca)")
         try:
-            bound = self._server.add_insecure_port(f"{bind_host}:{port}")
+            if sec is not None and sec.tls:  # mutual TLS: clients need a cert of the CA
+                creds = grpc.ssl_server_credentials(
+                    [(sec.tls_key, sec.tls_cert)], root_certificates=sec.tls_ca,
+                    require_client_auth=True)
+                bound = self._server.add_secure_port(f"{bind_host}:{port}", creds)
+            else:
+                bound = self._server.add_insecure_port(f"{bind_host}:{port}")
         except RuntimeError as e:
             bound, why = 0, str(e)
         else:
@@ -322,6 +402,8 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
         h = self._cache.get(path)
         if h is not None:
             return h
+        if path == _CALLS_PATH:
+            return self._calls_handler
         if path == _FETCH_PATH:
             return self._fetch
         if path.startswith(_UNARY_PREFIX):
@@ -338,8 +420,11 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
             self._cache[path] = h
         return h
 
-    def _handle(self, method: str, header: bytes, bufs: list, ctx: grpc.ServicerContext
-                ) -> tuple[list[Any], int]:
+    def _handle(self, method: str, header: bytes, bufs: list, ctx: grpc.ServicerContext,
+                gone: threading.Event | None = None) -> tuple[list[Any], int]:
+        if gone is None:
+            gone = _gone_event(ctx)
+        request_context(_peer_host(ctx), gone)
         try:
             rh, rb = self._handler(method, header, bufs)
             pieces, total = encode_frame(rh, rb)
@@ -379,12 +464,55 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
             asm = _Assembler(self._limit)
             for chunk in chunks:
                 asm.add(chunk)
+                self._reaper.progress(ctx)
             return asm.finish()
 
-        header, bufs = self._decode(method, read, ctx)
+        self._reaper.progress(ctx)  # a stream that stalls is ended (see _Reaper)
+        try:
+            header, bufs = self._decode(method, read, ctx)
+        finally:
+            self._reaper.done(ctx)
+
         pieces, _ = self._handle(method, header, bufs, ctx)
         del header, bufs
         yield from _chunks(pieces, self._chunk)
+
+    def _calls(self, requests: Iterable[bytes], ctx: grpc.ServicerContext
+               ) -> Iterator[bytes]:
+        """A call stream: answer each request on this thread, in turn (the client
+        sends the next one only after the reply)."""
+        st = _ServedStream(ctx)
+        gone = _gone_event(ctx)  # set when the stream ends: a receive waiting stops
+        with self._streams_lock:
+            self._streams.add(st)
+        try:
+            for msg in requests:
+                if self._stopped:
+                    ctx.abort(grpc.StatusCode.UNAVAILABLE,
+                              f"gRPC server {self.address} is stopping")
+                try:
+                    rid, method, kind, header, bufs = _split_call(msg, self._limit)
+                except FrameError as e:
+                    code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.too_big \
+                        else grpc.StatusCode.INTERNAL
+                    ctx.abort(code, f"request on {self.address} refused: {e}")
+                if kind != KIND_MESSAGE or not method:
+                    ctx.abort(grpc.StatusCode.INTERNAL,
+                              f"request on {self.address} refused: frame kind {kind}, "
+                              f"method {method!r}")
+                st.busy = True
+                pieces, total = self._handle(method, header, bufs, ctx, gone)
+                del msg, header, bufs
+                if total > self._chunk:
+                    pieces = encode_frame(self._pending.put(pieces), (), KIND_PENDING)[0]
+                yield _call_message(rid, b"", pieces)
+                del pieces
+                st.busy = False
+                if self._stopped:
+                    return
+        finally:
+            with self._streams_lock:
+                self._streams.discard(st)
 
     def _fetch_reply(self, token: bytes, ctx: grpc.ServicerContext) -> Iterator[bytes]:
         pieces = self._pending.take(token)
@@ -400,6 +528,12 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
         if self._stopped:
             return
         self._stopped = True
+        # idle call streams end now (their clients open new ones, which are refused);
+        # a stream with a call in flight ends after its reply, or after the grace
+        with self._streams_lock:
+            idle = [st for st in self._streams if not st.busy]
+        for st in idle:
+            st.ctx.cancel()
         done = self._server.stop(grace)
         done.wait(grace + 5.0)
         self._pending.clear()
@@ -409,22 +543,229 @@ class GrpcServer(ServerHandle, grpc.GenericRpcHandler):
         return f"<GrpcServer {self.address}>"
 
 
+def _peer_host(ctx: grpc.ServicerContext) -> str | None:
+    """The address of a call's peer without its port (``ipv4:1.2.3.4:5`` -> 1.2.3.4)."""
+    try:
+        peer = ctx.peer()
+    except Exception:  # noqa: BLE001 - grpcio may not know it
+        return None
+    return peer.partition(":")[2].rpartition(":")[0] or peer
+
+
+def _gone_event(ctx: grpc.ServicerContext) -> threading.Event:
+    """An event set once the call ends (its client cancelled it or went away)."""
+    ev = threading.Event()
+    if not ctx.add_callback(ev.set):
+        ev.set()  # the call has ended already
+    return ev
+
+
+class _Reaper:
+    """Ends chunked requests whose client stopped sending for ``stall_s`` seconds:
+    each holds a server thread while it is read. One daemon thread per server, started
+    on first use, looks once a second."""
+
+    def __init__(self, stall_s: float):
+        self.stall_s = stall_s
+        self._lock = threading.Lock()
+        self._last: dict[Any, float] = {}
+        self._thread: threading.Thread | None = None
+
+    def progress(self, ctx: Any) -> None:
+        with self._lock:
+            self._last[ctx] = time.monotonic()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="flowrt-grpc-reaper")
+                self._thread.start()
+
+    def done(self, ctx: Any) -> None:
+        with self._lock:
+            self._last.pop(ctx, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(min(1.0, self.stall_s / 4))
+            now = time.monotonic()
+            with self._lock:
+                stalled = [c for c, t in self._last.items() if now - t > self.stall_s]
+                for c in stalled:
+                    del self._last[c]
+            for c in stalled:
+                c.cancel()
+
+
+class _ServedStream:
+    """A call stream the server is reading, and whether a call on it is running."""
+
+    __slots__ = ("ctx", "busy")
+
+    def __init__(self, ctx: grpc.ServicerContext):
+        self.ctx = ctx
+        self.busy = False
+
+
 # -- the client ------------------------------------------------------------------------
+
+_END = None  # put in a stream's request queue: the client is done with the stream
+
+
+class _Stream:
+    """One call stream of a channel, used by one call at a time: requests go into
+    ``q`` (grpcio's request thread sends them), replies come from ``call``."""
+
+    __slots__ = ("q", "call", "why", "gen")
+
+    def __init__(self, calls: grpc.StreamStreamMultiCallable):
+        self.q: SimpleQueue[bytes | None] = SimpleQueue()
+        self.call = calls(iter(self.q.get, _END))
+        #: why the watchdog ended the stream's call ("deadline", "cancel") or None
+        self.why: str | None = None
+        self.gen = 0  # bumped when a call ends: stale watchdog entries are ignored
+
+    def usable(self) -> bool:
+        return self.why is None and self.call.is_active()
+
+    def end(self, why: str | None = None) -> None:
+        """Stop using the stream: tell the server (its thread is freed) and drop it."""
+        if why is not None:
+            self.why = why
+        self.q.put(_END)
+        if why is not None:
+            self.call.cancel()
+
+
+class _Watchdog:
+    """Ends call streams whose call passed its deadline or whose ``cancel`` event was
+    set: their callers wait inside grpcio for the reply and cannot look themselves.
+    One daemon thread per transport, started on first use; it looks every 100 ms while
+    such calls run (and for a while after, so that a call that registers finds it
+    awake rather than waking it), else sleeps until the earliest deadline."""
+
+    HOT_S = 5.0  # seconds it keeps looking every 100 ms after the last watched call
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, _Stream, int]] = []
+        self._cancels: dict[_Stream, tuple[threading.Event, int]] = {}
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._wake_at = float("inf")
+        self._last = 0.0
+        self._timed = 0  # watched calls with a deadline (the heap also has stale ones)
+
+    def watch(self, st: _Stream, deadline: float | None,
+              cancel: threading.Event | None) -> None:
+        with self._cond:
+            gen = st.gen
+            wake = self._wake_at
+            if deadline is not None:
+                heap = self._heap
+                if len(heap) > 4 * self._timed + 256:  # drop the entries of ended calls
+                    heap[:] = [e for e in heap if e[2].gen == e[3]]
+                    heapq.heapify(heap)
+                heapq.heappush(heap, (deadline, next(self._seq), st, gen))
+                self._timed += 1
+                wake = min(wake, deadline)
+            if cancel is not None:
+                self._cancels[st] = (cancel, gen)
+                self._last = time.monotonic()
+                wake = min(wake, self._last + _CANCEL_SLICE_S)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="flowrt-grpc-watchdog")
+                self._thread.start()
+            elif wake < self._wake_at:
+                self._cond.notify()
+
+    def unwatch(self, st: _Stream, timed: bool) -> None:
+        with self._cond:
+            st.gen += 1
+            self._cancels.pop(st, None)
+            if timed:
+                self._timed -= 1
+
+    def _run(self) -> None:
+        cond, heap = self._cond, self._heap
+        with cond:
+            while True:
+                now = time.monotonic()
+                while heap and heap[0][0] <= now:
+                    _, _, st, gen = heapq.heappop(heap)
+                    if st.gen == gen:
+                        st.end("deadline")
+                for st, (ev, gen) in list(self._cancels.items()):
+                    if st.gen != gen:
+                        del self._cancels[st]
+                    elif ev.is_set():
+                        del self._cancels[st]
+                        st.end("cancel")
+                wait = heap[0][0] - now if heap else None
+                if self._cancels:
+                    self._last = now
+                if self._cancels or now - self._last < self.HOT_S:
+                    wait = _CANCEL_SLICE_S if wait is None else min(wait, _CANCEL_SLICE_S)
+                self._wake_at = float("inf") if wait is None else now + wait
+                cond.wait(wait)
+
 
 class _Shared:
     """One grpc channel per address, shared by every :class:`GrpcChannel` handle."""
 
-    def __init__(self, transport: "GrpcTransport", address: str):
+    def __init__(self, transport: "GrpcTransport", address: str, security: Any = None,
+                 key: Any = None):
         self.transport = transport
         self.address = address
+        self.key = address if key is None else key  # in the transport's cache
         self.refs = 0
         self.closed = False
         self.limit = transport.max_message_bytes
         self.chunk = transport.chunk_bytes
-        self.channel = grpc.insecure_channel(address, options=transport._channel_options())
+        options = transport._channel_options()
+        self.secure = security is not None and security.tls
+        if self.secure:  # mutual TLS: our certificate, the cluster's CA as the root
+            creds = grpc.ssl_channel_credentials(root_certificates=security.tls_ca,
+                                                 private_key=security.tls_key,
+                                                 certificate_chain=security.tls_cert)
+            if security.tls_server_name:
+                options.append(("grpc.ssl_target_name_override", security.tls_server_name))
+            self.channel = grpc.secure_channel(address, creds, options=options)
+        else:
+            self.channel = grpc.insecure_channel(address, options=options)
         self.fetch = self.channel.unary_stream(_FETCH_PATH)
         self.unary: dict[str, grpc.UnaryUnaryMultiCallable] = {}
         self.streamed: dict[str, grpc.StreamStreamMultiCallable] = {}
+        self.calls = self.channel.stream_stream(_CALLS_PATH)
+        self.streams = transport.call_streams
+        self.idle: list[_Stream] = []  # call streams waiting for a call
+        self.lock = threading.Lock()
+        self.rids = itertools.count(1)
+
+    def checkout(self) -> _Stream:
+        """An idle call stream that is still open, or a new one."""
+        with self.lock:
+            while self.idle:
+                st = self.idle.pop()
+                if st.usable():
+                    return st
+                st.end()
+        return _Stream(self.calls)
+
+    def checkin(self, st: _Stream) -> None:
+        with self.lock:
+            if not self.closed and len(self.idle) < MAX_IDLE_STREAMS and st.usable():
+                self.idle.append(st)
+                return
+        st.end()
+
+    def close(self) -> None:
+        """Close the connection: calls in flight fail, idle streams end."""
+        self.closed = True
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for st in idle:
+            st.end()
+        self.channel.close()
 
 
 class GrpcChannel(Channel):
@@ -459,6 +800,12 @@ class GrpcChannel(Channel):
                 f"bytes exceeds the limit of {sh.limit} bytes")
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
+            if total <= sh.chunk and sh.streams:
+                kind, rh, rb = self._on_stream(method, pieces, deadline, timeout, cancel)
+                if kind == KIND_MESSAGE:
+                    return rh, rb
+                left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                return self._receive(method, sh.fetch(rh, timeout=left))
             if total <= sh.chunk:
                 mc = sh.unary.get(method)
                 if mc is None:
@@ -495,6 +842,57 @@ class GrpcChannel(Channel):
             cls = errors.ResourceExhaustedError if e.too_big else errors.InternalError
             raise cls(None, None, f"grpc call {method} to {self.address}: bad reply: "
                       f"{e}") from None
+
+    def _on_stream(self, method: str, pieces: list[Any], deadline: float | None,
+                   timeout: float | None, cancel: threading.Event | None
+                   ) -> tuple[int, bytes, list[memoryview]]:
+        """One call on a call stream of the channel: ``(kind, header, buffers)`` of the
+        reply frame. A stream whose call failed, timed out or was cancelled is not used
+        again."""
+        sh = self._shared
+        if cancel is not None and cancel.is_set():
+            raise self._cancelled(method)
+        try:
+            st = sh.checkout()
+        except ValueError:  # grpcio: the channel was closed meanwhile
+            raise errors.UnavailableError(None, None, f"grpc call {method} to "
+                                          f"{self.address}: the channel is closed") from None
+        rid = next(sh.rids)
+        watched = deadline is not None or cancel is not None
+        if watched:
+            self._shared.transport._watchdog.watch(st, deadline, cancel)
+        ok = False
+        try:
+            st.q.put(_call_message(rid, method.encode("utf-8"), pieces))
+            del pieces
+            try:
+                reply = next(st.call)
+            except StopIteration:
+                raise errors.UnavailableError(
+                    None, None, f"grpc call {method} to {self.address}: the server "
+                    "closed the call stream") from None
+            except grpc.RpcError as e:
+                if st.why == "deadline":
+                    raise errors.DeadlineExceededError(
+                        None, None, f"grpc call {method} to {self.address}: deadline "
+                        f"exceeded after {timeout:g} s") from None
+                if st.why == "cancel":
+                    raise self._cancelled(method) from None
+                raise self._error(method, e) from None
+            got, _, kind, rh, rb = _split_call(reply, sh.limit)
+            if got != rid:
+                raise errors.InternalError(None, None, f"grpc call {method} to "
+                                           f"{self.address}: the reply is for call {got}, "
+                                           f"not {rid}")
+            ok = True
+            return kind, rh, rb
+        finally:
+            if watched:
+                self._shared.transport._watchdog.unwatch(st, deadline is not None)
+            if ok:
+                sh.checkin(st)
+            else:
+                st.end("failed")
 
     def _cancelled(self, method: str) -> errors.CancelledError:
         return errors.CancelledError(None, None, f"grpc call {method} to {self.address} "
@@ -537,6 +935,14 @@ class GrpcChannel(Channel):
         details = e.details() if hasattr(e, "details") else str(e)
         where = f"grpc call {method} to {self.address}"
         if code == grpc.StatusCode.UNAVAILABLE:
+            low = details.lower()
+            if "handshake" in low or "certificate" in low or "tsi_" in low:
+                return errors.UnauthenticatedError(
+                    None, None, f"{where}: the TLS handshake failed (a certificate not "
+                    f"signed by the cluster's CA, or none): {details}")
+            if not self._shared.secure:
+                details += " (if the server requires TLS, give this client the cluster's " \
+                    "certificates: FLOWRT_TLS_CERT, FLOWRT_TLS_KEY, FLOWRT_TLS_CA)"
             return errors.UnavailableError(None, None, f"{where}: unavailable: {details}")
         if code == grpc.StatusCode.CANCELLED:  # cut off by a closing channel or server
             return errors.UnavailableError(None, None, f"{where}: cancelled: {details}")
@@ -571,10 +977,19 @@ class GrpcTransport(MessageTransport):
     scheme = "grpc"
     keepalive_ms: int = 10_000
     keepalive_timeout_ms: int = 5_000
+    #: small calls travel on long-lived call streams (see the module docstring);
+    #: False: one unary call each
+    call_streams: bool = True
+    #: streams (and calls) a server keeps open at once, each holding a thread; more are
+    #: refused with RESOURCE_EXHAUSTED (``FLOWRT_GRPC_MAX_STREAMS``; 0: no limit)
+    max_streams: int = int(os.environ.get("FLOWRT_GRPC_MAX_STREAMS", "") or 4096)
+    #: seconds a chunked request may go without a chunk before the server ends it
+    stall_s: float = float(os.environ.get("FLOWRT_STREAM_STALL_S", "") or 30.0)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._channels: dict[str, _Shared] = {}
+        self._watchdog = _Watchdog()
 
     def _message_limit(self) -> int:
         # one gRPC message carries at most one chunk (plus slack for a peer that uses
@@ -607,13 +1022,18 @@ class GrpcTransport(MessageTransport):
         """Serve ``handler`` on ``address`` (``host:port``, port 0 for a free one)."""
         return GrpcServer(self, address, handler)
 
-    def connect(self, address: str) -> GrpcChannel:
-        """A handle on the cached channel to ``address`` (connecting lazily)."""
+    def connect(self, address: str, security: Any = None) -> GrpcChannel:
+        """A handle on the cached channel to ``address`` (connecting lazily);
+        ``security``: a ``SecurityConfig`` whose TLS material (if any) the channel
+        uses: mutual TLS, the server checked against the cluster's CA."""
         split_host_port(address)
+        tls = security is not None and security.tls
+        key = (address, security.identity) if tls else address
         with self._lock:
-            sh = self._channels.get(address)
+            sh = self._channels.get(key)
             if sh is None:
-                sh = self._channels[address] = _Shared(self, address)
+                sh = self._channels[key] = _Shared(self, address, security if tls else None,
+                                                   key)
             sh.refs += 1
         return GrpcChannel(sh)
 
@@ -623,14 +1043,13 @@ class GrpcTransport(MessageTransport):
             if sh.refs > 0:
                 return
             sh.closed = True
-            if self._channels.get(sh.address) is sh:
-                del self._channels[sh.address]
-        sh.channel.close()
+            if self._channels.get(sh.key) is sh:
+                del self._channels[sh.key]
+        sh.close()
 
     def close(self) -> None:
         """Close every cached channel (calls in flight fail with UnavailableError)."""
         with self._lock:
             shared, self._channels = list(self._channels.values()), {}
         for sh in shared:
-            sh.closed = True
-            sh.channel.close()
+            sh.close()

@@ -98,15 +98,16 @@ class _InProcWorkerRef:
         """``Worker.run_graph`` on the served worker (arrays by reference)."""
         return self._worker().run_graph(request)
 
-    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None) -> Any:
+    def recv_tensor(self, step_id: int, key: str, timeout: float | None = None,
+                    cancel: threading.Event | None = None) -> Any:
         """``Worker.recv_tensor`` on the served worker."""
-        return self._worker().recv_tensor(step_id, key, timeout)
+        return self._worker().recv_tensor(step_id, key, timeout, cancel)
 
     def recv_tensors(self, step_id: int, keys: Sequence[str],
-                     timeout: float | None = None, wait_all: bool = False
-                     ) -> list[tuple[int, Any]]:
+                     timeout: float | None = None, wait_all: bool = False,
+                     cancel: threading.Event | None = None) -> list[tuple[int, Any]]:
         """``Worker.recv_tensors`` on the served worker."""
-        return self._worker().recv_tensors(step_id, keys, timeout, wait_all)
+        return self._worker().recv_tensors(step_id, keys, timeout, wait_all, cancel)
 
     def abort_step(self, step_id: int, error: BaseException) -> None:
         """``Worker.abort_step`` on the served worker."""

@@ -2,52 +2,62 @@
 
 A server is one ROUTER socket bound to ``tcp://host:port``; a channel holds DEALER
 sockets connected to it. zmq sockets are not thread-safe: a server's socket is shared
-under a lock, which its I/O thread holds only while it takes messages in (it waits on
-the socket's ``zmq.FD`` without it). The I/O thread answers at once the requests the
-handler can answer without waiting (the handler's optional ``dispatch``, see
-flowrt.transport); the others run on a pool of handler threads that grows without a
-fixed limit (a new thread whenever none is idle), so handlers that block on each other
-cannot deadlock. A reply is sent by the thread that computed it.
+under a lock, which the thread that takes requests in holds only while it receives (it
+waits on the socket's ``zmq.FD`` without it). Requests are taken in by one *leader*
+thread at a time. The leader answers at once the requests the handler can answer
+without waiting (the handler's optional ``dispatch``, see flowrt.transport); for any
+other, it hands the leadership to another thread of the server's pool (an idle one, or a
+new one: the pool has no fixed limit, so handlers that block on each other cannot
+deadlock) and runs the request itself, so a request never waits for a thread to wake
+up. A reply is sent by the thread that computed it.
 
 Wire format
 -----------
-Every request and reply is one zmq multipart message::
+Every request and reply is one zmq multipart message (the ROUTER adds and strips the
+peer's identity frame in front)::
 
-    [envelope, header, data frame, data frame, ...]
+    [head, data frame, data frame, ...]
 
-(the ROUTER adds and strips the peer's identity frame in front). The envelope is a
-20-byte little-endian struct followed by two variable parts::
+The head frame is a 24-byte little-endian struct followed by variable parts::
 
     offset size  field
     0      2     magic b"FZ"
-    2      1     version (1)
-    3      1     kind: 1 request, 2 reply, 3 error; bit 0x80 set when buffers are chunked
+    2      1     version (2)
+    3      1     kind: 1 request, 2 reply, 3 error
     4      8     request id (u64, chosen by the client, echoed in the reply)
-    12     4     number of buffers (u32)
+    12     4     number of buffers n (u32)
     16     2     method name length in bytes (u16; 0 in replies)
     18     2     error code (u16; a canonical code in error replies, else 0)
-    20     ...   method name (UTF-8)
-    ...    12*n  only when chunked: the frame count of each of the n buffers (u32 each),
-                 then the byte size of each (u64 each)
+    20     4     header length in bytes (u32)
+    24     ...   method name (UTF-8)
+    ...    8*n   the byte size of each buffer (u64 each)
+    ...    4*n   the frame count of each buffer (u32 each; 0: the buffer is in the head)
+    ...    ...   the header (the core's serialised header; for an error reply the UTF-8
+                 reason), then the buffers kept in the head, in order, each non-empty
+                 one starting at the next multiple of 16 bytes of the frame (zero
+                 padding before it); nothing follows the last one
 
-The header frame is the core's serialised header (for an error reply: the UTF-8 reason).
-Each buffer normally travels as one data frame, sent with ``copy=False`` (zmq reads the
-caller's memory) and received with ``copy=False``: the handler or caller gets a
-memoryview of the received frame itself. A buffer larger than ``chunk_bytes`` travels as
-several consecutive frames of at most ``chunk_bytes`` each (slices of the original memory,
-still not copied); only such a buffer is reassembled on receipt: its size is in the
-envelope, so its chunks are received straight into one new array (libzmq copies each
-chunk there once and frees it).
+A buffer of at most 64 KiB (and at most ``chunk_bytes``) travels in the head frame
+while the head's buffers add up to at most 256 KiB, so a small message is one frame: one
+send and one receive on each side. Other buffers travel in frames of their own, sent
+with ``copy=False`` (zmq reads the caller's memory) and received with ``copy=False``: the
+handler or caller gets a memoryview of the received frame itself; buffers in the head
+are memoryviews of the head. A buffer larger than ``chunk_bytes`` travels as several
+consecutive frames of at most ``chunk_bytes`` each (slices of the original memory, still
+not copied); only such a buffer is reassembled on receipt: its size is in the head, so
+its chunks are received straight into one new array (libzmq copies each chunk there
+once and frees it).
 
 Limits and failures
 -------------------
 A message whose header plus buffers exceeds ``max_message_bytes`` is refused before it
 is sent (ResourceExhaustedError); a server that receives one answers with a
-RESOURCE_EXHAUSTED error reply and never runs the handler. A single frame above the
-limit (zmq's ``MAXMSGSIZE``, enforced by libzmq per frame) makes libzmq drop the sending
-peer's connection. Malformed requests (bad envelope, wrong frame count) get an INTERNAL
-error reply; a handler that raises gets an INTERNAL reply with its reason. Raw TCP
-garbage is dropped by libzmq's handshake.
+RESOURCE_EXHAUSTED error reply and never runs the handler. A single frame more than 1 MiB
+above the limit (zmq's ``MAXMSGSIZE``, enforced by libzmq per frame; the slack leaves
+room for the head's own fields) makes libzmq drop the sending peer's connection.
+Malformed requests (bad head, wrong frame count) get an INTERNAL error reply; a handler
+that raises gets an INTERNAL reply with its reason. Raw TCP garbage is dropped by
+libzmq's handshake.
 
 A channel holds a pool of DEALER connections ("links"); a call takes an idle one (or
 opens one), sends once the link's monitor has reported a finished handshake, and waits
@@ -63,6 +73,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import os
 import select
 import socket
 import struct
@@ -78,19 +89,29 @@ from zmq.utils.monitor import recv_monitor_message
 
 from flowrt import errors
 from flowrt.distributed.message_transport import MessageTransport
+from flowrt.distributed.rpc import request_context
 from flowrt.transport import Channel, Handler, ServerHandle, split_host_port
 
 __all__ = ["ZmqTransport"]
 
 _log = logging.getLogger(__name__)
-_ENV = struct.Struct("<2sBBQIHH")
-_MAGIC, _VERSION = b"FZ", 1
+_HEAD = struct.Struct("<2sBBQIHHI")
+_MAGIC, _VERSION = b"FZ", 2
 _REQUEST, _REPLY, _ERROR = 1, 2, 3
-_CHUNKED = 0x80
+#: buffers of at most this many bytes travel in the head frame ...
+INLINE_BYTES = 64 << 10
+#: ... while the head's buffers add up to at most this many
+INLINE_TOTAL = 256 << 10
+#: what a frame may have beyond ``max_message_bytes`` (the head's own fields)
+FRAME_SLACK = 1 << 20
+_ALIGN = 16
+_ZEROS = bytes(_ALIGN)
+#: seconds an idle server thread waits for work before it exits
+IDLE_THREAD_S = float(os.environ.get("FLOWRT_IDLE_THREAD_S", "") or 30.0)
 # plain ints for the options and flags of the hot paths (pyzmq's enum members cost
 # a conversion on every use)
 _EVENTS_OPT, _POLLIN, _RCVMORE = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVMORE)
-_NOBLOCK, _RCVTIMEO = int(zmq.NOBLOCK), int(zmq.RCVTIMEO)
+_NOBLOCK, _RCVTIMEO, _SNDMORE = int(zmq.NOBLOCK), int(zmq.RCVTIMEO), int(zmq.SNDMORE)
 
 
 class _Refused(Exception):
@@ -100,6 +121,7 @@ class _Refused(Exception):
         super().__init__(reason)
         self.code, self.reason, self.rid = code, reason, rid
         self.peer: bytes | None = None
+        self.more = False  # frames of the refused message are left to consume
 
 
 def _flat(buf: Any) -> memoryview:
@@ -114,42 +136,82 @@ def _flat(buf: Any) -> memoryview:
 
 def _encode(kind: int, rid: int, method: bytes, code: int, header: Any,
             buffers: Sequence[Any], chunk: int, limit: int) -> list[Any]:
-    """The frames of one message; raises _Refused when it is over ``limit`` bytes."""
+    """The frames of one message (the head first); raises _Refused when it is over
+    ``limit`` bytes."""
     if not isinstance(header, (bytes, bytearray, memoryview)):
         raise TypeError(f"a message header must be bytes, not {type(header).__name__}")
-    total = len(header)
-    data: list[Any] = []
-    counts: list[int] = []
+    n = len(buffers)
+    hlen = len(header)
+    total = hlen
     sizes: list[int] = []
-    chunked = False
+    counts: list[int] = []
+    inline: list[Any] = []
+    frames: list[Any] = []
+    pos = _HEAD.size + len(method) + 12 * n + hlen  # where the next inline buffer goes
+    room = INLINE_TOTAL
+    small = min(INLINE_BYTES, chunk)
     for buf in buffers:
         mv = _flat(buf)
-        n = mv.nbytes
-        total += n
-        sizes.append(n)
-        if n <= chunk:
-            data.append(mv)
+        size = mv.nbytes
+        total += size
+        sizes.append(size)
+        if size <= small and size <= room:
+            counts.append(0)
+            if size:
+                pad = -pos & (_ALIGN - 1)
+                if pad:
+                    inline.append(_ZEROS[:pad])
+                inline.append(mv)
+                pos += pad + size
+                room -= size
+        elif size <= chunk:
             counts.append(1)
+            frames.append(mv)
         else:
-            chunked = True
-            data.extend(mv[i:i + chunk] for i in range(0, n, chunk))
-            counts.append(-(-n // chunk))
+            counts.append(-(-size // chunk))
+            frames.extend(mv[i:i + chunk] for i in range(0, size, chunk))
     if total > limit:
         raise _Refused(errors.RESOURCE_EXHAUSTED,
                        f"a message of {total} bytes exceeds the limit of {limit} bytes", rid)
-    env = _ENV.pack(_MAGIC, _VERSION, kind | (_CHUNKED if chunked else 0), rid,
-                    len(counts), len(method), code) + method
-    if chunked:
-        n = len(counts)
-        env += struct.pack(f"<{n}I{n}Q", *counts, *sizes)
-    return [env, header, *data]
+    head = _HEAD.pack(_MAGIC, _VERSION, kind, rid, n, len(method), code, hlen)
+    if n:
+        frames.insert(0, b"".join([head, method, struct.pack(f"<{n}Q{n}I", *sizes, *counts),
+                                   header, *inline]))
+    else:
+        frames.insert(0, b"".join([head, method, header]) if method or hlen else head)
+    return frames
 
 
 def _error_frames(rid: int, code: int, reason: str) -> list[Any]:
-    return [_ENV.pack(_MAGIC, _VERSION, _ERROR, rid, 0, 0, code), reason.encode("utf-8", "replace")]
+    text = reason.encode("utf-8", "replace")
+    return [_HEAD.pack(_MAGIC, _VERSION, _ERROR, rid, 0, 0, code, len(text)) + text]
+
+
+def _send_frames(sock: zmq.Socket, frames: list[Any], flags: int = 0) -> None:
+    """Send a message's frames (after a ROUTER's identity frame, when there is one)."""
+    last = len(frames) - 1
+    if not last:
+        sock.send(frames[0], flags, copy=False)
+        return
+    more = flags | _SNDMORE
+    for i, f in enumerate(frames):
+        sock.send(f, more if i < last else flags, copy=False)
 
 
 _Message = tuple[int, int, str, int, bytes, list[Any]]
+
+
+class _Ident(bytes):
+    """A ROUTER peer identity, with the zmq frame it came in (whose metadata says the
+    peer's address)."""
+
+    frame: Any = None
+
+    def peer_address(self) -> str | None:
+        try:
+            return self.frame.get("Peer-Address")
+        except (zmq.ZMQError, AttributeError, TypeError):
+            return None
 
 
 def _recv_message(sock: zmq.Socket, peer: bool, limit: int, flags: int = 0
@@ -157,102 +219,141 @@ def _recv_message(sock: zmq.Socket, peer: bool, limit: int, flags: int = 0
     """Receive one whole message: ``(peer identity, (kind, request id, method, code,
     header, buffers))``.
 
-    The envelope drives the receive: single-frame buffers stay zmq frames (handed on as
-    memoryviews, not copied); the chunks of a chunked buffer are received straight into
-    one new array. A malformed or oversized message is consumed to its end and raises
-    _Refused (with ``peer`` set); ``flags`` apply to the first frame only (zmq delivers
-    the other frames of a message together with it).
+    The head drives the receive: buffers in the head are memoryviews of it; a buffer in
+    one frame of its own stays a zmq frame (handed on as a memoryview, not copied); the
+    chunks of a chunked buffer are received straight into one new array. A malformed or
+    oversized message is consumed to its end and raises _Refused (with ``peer`` set);
+    ``flags`` apply to the first frame only (zmq delivers the other frames of a message
+    together with it). Whether more frames follow is read from each received frame
+    (pyzmq's getsockopt costs an enum lookup per call).
     """
-    more = sock.getsockopt
-    first = sock.recv(flags)
     ident = None
+    if peer:
+        fr = sock.recv(flags, copy=False)
+        ident = _Ident(fr.bytes)
+        ident.frame = fr  # its peer's address, for the pending-request cap per peer
+        try:  # a ROUTER never delivers an identity alone
+            head = sock.recv(_NOBLOCK, copy=False)
+        except zmq.Again:
+            e = _Refused(errors.INTERNAL, "a message needs a head frame")
+            e.peer = ident
+            raise e from None
+    else:
+        head = sock.recv(flags, copy=False)
     try:
-        if peer:
-            ident = first
-            if not more(_RCVMORE):
-                raise _Refused(errors.INTERNAL, "a message needs an envelope frame")
-            first = sock.recv()
-        msg = _receive_body(sock, first, limit)
-        if more(_RCVMORE):
-            raise _Refused(errors.INTERNAL, "the message has more frames than its envelope "
-                                            "describes", msg[1])
+        msg, more = _receive_body(sock, head, limit)
+        if more:
+            e = _Refused(errors.INTERNAL, "the message has more frames than its head "
+                                          "describes", msg[1])
+            e.more = True
+            raise e
         return ident, msg
     except _Refused as e:
-        while more(_RCVMORE):
-            sock.recv(copy=False)
+        if e.more:
+            while sock.recv(copy=False).more:
+                pass
         e.peer = ident
         raise
 
 
-def _receive_body(sock: zmq.Socket, env: bytes, limit: int) -> _Message:
-    if len(env) < _ENV.size:
-        raise _Refused(errors.INTERNAL, f"the envelope frame has {len(env)} bytes, "
-                                        f"fewer than {_ENV.size}")
-    magic, version, kind, rid, nbuf, mlen, code = _ENV.unpack_from(env)
+def _refused(more: bool, code: int, reason: str, rid: int = 0) -> _Refused:
+    """A _Refused for a message of which frames are left to consume when ``more``."""
+    e = _Refused(code, reason, rid)
+    e.more = more
+    return e
+
+
+def _receive_body(sock: zmq.Socket, frame: zmq.Frame, limit: int
+                  ) -> tuple[_Message, bool]:
+    """Decode a message from its head ``frame``, receiving its other frames:
+    ``(message, whether more frames follow)``; a _Refused says in ``more`` whether
+    frames are left to consume."""
+    more = frame.more
+    head = frame.buffer
+    size = len(head)
+    bad = errors.INTERNAL
+    if size < _HEAD.size:
+        raise _refused(more, bad, f"the head frame has {size} bytes, fewer than "
+                                  f"{_HEAD.size}")
+    magic, version, kind, rid, nbuf, mlen, code, hlen = _HEAD.unpack_from(head)
     if magic != _MAGIC or version != _VERSION:
-        raise _Refused(errors.INTERNAL, f"bad envelope (magic {magic!r}, version {version}); "
-                                        "not a flowrt zmq message")
-    chunked = bool(kind & _CHUNKED)
-    kind &= ~_CHUNKED
-    want = _ENV.size + mlen + (12 * nbuf if chunked else 0)
-    if len(env) != want:
-        raise _Refused(errors.INTERNAL, f"the envelope has {len(env)} bytes, its fields "
-                                        f"describe {want}", rid)
+        raise _refused(more, bad, f"bad head (magic {magic!r}, version {version}); not a "
+                                  "flowrt zmq message of this version")
+    tpos = _HEAD.size + mlen
+    pos = tpos + 12 * nbuf + hlen
+    if pos > size:
+        raise _refused(more, bad, f"the head frame has {size} bytes, its fields describe "
+                                  f"at least {pos}", rid)
     try:
-        method = env[_ENV.size:_ENV.size + mlen].decode("utf-8")
+        method = str(head[_HEAD.size:tpos], "utf-8") if mlen else ""
     except UnicodeDecodeError:
-        raise _Refused(errors.INTERNAL, "the method name is not UTF-8", rid) from None
-    counts = sizes = None
-    if chunked:
-        counts = struct.unpack_from(f"<{nbuf}I", env, _ENV.size + mlen)
-        sizes = struct.unpack_from(f"<{nbuf}Q", env, _ENV.size + mlen + 4 * nbuf)
-    more = sock.getsockopt
-
-    def next_frame() -> None:
-        if not more(_RCVMORE):
-            raise _Refused(errors.INTERNAL, f"the message has fewer frames than its envelope "
-                                            f"describes ({nbuf} buffer(s))", rid)
-
-    def too_big(total: int) -> _Refused:
-        return _Refused(errors.RESOURCE_EXHAUSTED, f"a message of {total}+ bytes exceeds the "
-                                                   f"limit of {limit} bytes", rid)
-
-    next_frame()
-    header = sock.recv()
-    total = len(header)
+        raise _refused(more, bad, "the method name is not UTF-8", rid) from None
+    header = bytes(head[pos - hlen:pos])
+    total = hlen
+    if total > limit:
+        raise _refused(more, errors.RESOURCE_EXHAUSTED, f"a message of {total}+ bytes "
+                                                        f"exceeds the limit of {limit} "
+                                                        "bytes", rid)
+    if not nbuf:
+        if pos != size:
+            raise _refused(more, bad, f"the head frame has {size} bytes, its fields "
+                                      f"describe {pos}", rid)
+        return (kind, rid, method, code, header, []), more
+    sizes = struct.unpack_from(f"<{nbuf}Q", head, tpos)
+    counts = struct.unpack_from(f"<{nbuf}I", head, tpos + 8 * nbuf)
     buffers: list[Any] = []
     for i in range(nbuf):
-        k = counts[i] if counts else 1
+        n, k = sizes[i], counts[i]
+        total += n
+        if total > limit:
+            raise _refused(more, errors.RESOURCE_EXHAUSTED, f"a message of {total}+ bytes "
+                                                            f"exceeds the limit of {limit} "
+                                                            "bytes", rid)
+        if k == 0:
+            if n:
+                pos += -pos & (_ALIGN - 1)
+            if pos + n > size:
+                raise _refused(more, bad, f"buffer {i} ({n} bytes) runs past the end of "
+                                          f"the {size}-byte head frame", rid)
+            buffers.append(head[pos:pos + n])
+            pos += n
+            continue
+        if k > n:
+            raise _refused(more, bad, f"buffer {i}: {k} chunk(s) for {n} bytes", rid)
         if k == 1:
-            next_frame()
+            if not more:
+                break
             f = sock.recv(copy=False)
-            total += len(f)
-            if total > limit:
-                raise too_big(total)
-            if sizes and len(f) != sizes[i]:
-                raise _Refused(errors.INTERNAL, f"buffer {i} has {len(f)} bytes, the envelope "
-                                                f"says {sizes[i]}", rid)
+            more = f.more
+            if len(f) != n:
+                raise _refused(more, bad, f"buffer {i} has {len(f)} bytes, the head says "
+                                          f"{n}", rid)
             buffers.append(f.buffer)
             continue
-        size = sizes[i]
-        total += size
-        if total > limit:
-            raise too_big(total)
-        if k < 1 or k > size:
-            raise _Refused(errors.INTERNAL, f"buffer {i}: {k} chunk(s) for {size} bytes", rid)
-        out, off = np.empty(size, np.uint8), 0
+        out, off = np.empty(n, np.uint8), 0
         for _ in range(k):
-            next_frame()
-            n = _recv_into(sock, out[off:])
-            if n > size - off:
-                raise _Refused(errors.INTERNAL, f"buffer {i} is larger than the {size} bytes "
-                                                "its envelope says", rid)
-            off += n
-        if off != size:
-            raise _Refused(errors.INTERNAL, f"buffer {i} has {off} bytes, the envelope says "
-                                            f"{size}", rid)
-        buffers.append(memoryview(out))
-    return kind, rid, method, code, header, buffers
+            if not more:
+                break
+            got = _recv_into(sock, out[off:])
+            more = bool(sock.getsockopt(_RCVMORE))
+            if got > n - off:
+                raise _refused(more, bad, f"buffer {i} is larger than the {n} bytes its "
+                                          "head says", rid)
+            off += got
+        else:
+            if off != n:
+                raise _refused(more, bad, f"buffer {i} has {off} bytes, the head says "
+                                          f"{n}", rid)
+            buffers.append(memoryview(out))
+            continue
+        break
+    if len(buffers) != nbuf:
+        raise _refused(more, bad, f"the message has fewer frames than its head describes "
+                                  f"({nbuf} buffer(s))", rid)
+    if pos != size:
+        raise _refused(more, bad, f"the head frame has {size} bytes, its fields describe "
+                                  f"{pos}", rid)
+    return (kind, rid, method, code, header, buffers), more
 
 
 if hasattr(zmq.Socket, "recv_into"):  # pyzmq >= 26.4: libzmq copies into our array
@@ -329,7 +430,8 @@ def _tcp_endpoint(address: str) -> tuple[str, str, int]:
 
 class _Pool:
     """Handler threads: one more whenever a task arrives and none is idle; idle ones
-    leave after ``idle_s`` seconds."""
+    leave after ``idle_s`` seconds. A task that returns True said :meth:`idle_soon`
+    itself."""
 
     def __init__(self, name: str, idle_s: float = 30.0):
         self._q: SimpleQueue[Any] = SimpleQueue()
@@ -361,10 +463,18 @@ class _Pool:
             if task is None:
                 return
             fn, args = task
-            fn(*args)
+            released = fn(*args)
             del task, fn, args
-            with self._lock:
-                self._idle += 1
+            if not released:
+                with self._lock:
+                    self._idle += 1
+
+    def idle_soon(self) -> None:
+        """The calling task is about to end (it has only its reply left to send): count
+        its thread as idle now, so that a task submitted meanwhile waits for it rather
+        than start a new thread."""
+        with self._lock:
+            self._idle += 1
 
     def close(self) -> None:
         """Let every thread leave once its current task is done."""
@@ -375,20 +485,24 @@ class _Pool:
 
 
 class _Server(ServerHandle):
-    """A ROUTER socket and its I/O thread.
+    """A ROUTER socket, taken in by one leader thread at a time.
 
-    The I/O thread waits on the socket's notification descriptor (``zmq.FD``) and takes
-    in every request. A request the handler can answer without blocking (its optional
-    ``dispatch``) is answered right there; any other runs on a handler thread. Whoever
-    computed a reply sends it at once: the socket is shared under a lock that the I/O
-    thread only holds while it receives (it waits for the descriptor without it), so a
-    reply costs no hand-off back to the I/O thread. ``zmq.FD`` is edge-triggered and a
-    send can consume its notification, so a thread that sent checks ``zmq.EVENTS``
-    afterwards and wakes the I/O thread when requests are waiting.
+    The leader waits on the socket's notification descriptor (``zmq.FD``) and takes in
+    every request. A request the handler can answer without blocking (its optional
+    ``dispatch``) is answered right there; for any other, the leader asks the pool for
+    a new leader and runs the request itself (leader/followers: the request does not
+    wait for another thread to wake up, the new leader does, meanwhile). Whoever
+    computed a reply sends it at once: the socket is shared under a lock that the leader
+    only holds while it receives (it waits for the descriptor without it), so a reply
+    costs no hand-off either. ``zmq.FD`` is edge-triggered and a send can consume its
+    notification, so a thread other than the leader that sent checks ``zmq.EVENTS``
+    afterwards and wakes the leader when requests are waiting. A thread is named
+    ``flowrt-zmq-server ADDRESS`` while it leads and ``flowrt-zmq-handler ADDRESS``
+    while it runs a request.
     """
 
-    #: the I/O thread looks at the socket at least this often (a safety net: every
-    #: arrival also wakes it)
+    #: the leader looks at the socket at least this often (a safety net: every arrival
+    #: also wakes it)
     poll_ms = 200
 
     def __init__(self, transport: "ZmqTransport", address: str, handler: Handler):
@@ -401,10 +515,15 @@ class _Server(ServerHandle):
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RCVHWM, 0)
-        sock.setsockopt(zmq.MAXMSGSIZE, transport.max_message_bytes)
+        sock.setsockopt(zmq.MAXMSGSIZE, transport.max_message_bytes + FRAME_SLACK)
         transport._heartbeats(sock)
         if ":" in endpoint[6:].rpartition(":")[0]:
             sock.setsockopt(zmq.IPV6, 1)
+        try:
+            transport._secure_server(sock, getattr(handler, "security", None), address)
+        except errors.OpError:
+            sock.close(0)
+            raise
         try:
             sock.bind(endpoint if port else endpoint.rpartition(":")[0] + ":*")
         except zmq.ZMQError as e:
@@ -414,36 +533,46 @@ class _Server(ServerHandle):
         self._endpoint = sock.get(zmq.LAST_ENDPOINT).decode()
         self.address = f"{host}:{self._endpoint.rpartition(':')[2]}"
         self._sock = sock
-        self._mail = _Mailbox()  # wake-ups of the I/O thread, and "close"
-        self._pool = _Pool(f"flowrt-zmq-handler {self.address}")
+        self._mail = _Mailbox()  # wake-ups of the leader, and "close"
+        self._poller = select.poll()  # used by the leader of the moment only
+        self._poller.register(sock.getsockopt(zmq.FD), select.POLLIN)
+        self._poller.register(self._mail.fd, select.POLLIN)
+        self._lead_name = f"flowrt-zmq-server {self.address}"
+        self._work_name = f"flowrt-zmq-handler {self.address}"
+        self._pool = _Pool(self._work_name, IDLE_THREAD_S)
         # guards the socket (any thread may send on it) and the bookkeeping below
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
+        self._drained = threading.Condition(self._lock)  # stop() waits for the calls
         self._inflight: dict[tuple[bytes, int], bool] = {}
         self._stopping = False
         self._closed = False
         self._stopped = threading.Event()
-        self._io = threading.Thread(target=self._run, name=f"flowrt-zmq-server {self.address}",
-                                    daemon=True)
-        self._io.start()
+        self._pool.submit(self._lead)
 
     def __repr__(self) -> str:
         return f"<zmq server {self.address}>"
 
-    # -- the I/O thread ---------------------------------------------------------------
-    def _run(self) -> None:
+    # -- the leader -------------------------------------------------------------------
+    def _lead(self) -> bool | None:
+        """Take requests in until one needs a thread of its own; then hand the lead to
+        another thread and run that request here."""
+        me = threading.current_thread()
+        me.name = self._lead_name
         sock, mail, lock = self._sock, self._mail, self._lock
-        poller = select.poll()
-        poller.register(sock.getsockopt(zmq.FD), select.POLLIN)
-        poller.register(mail.fd, select.POLLIN)
         limit = self._t.max_message_bytes
+        work = None
         try:
-            while True:
+            while work is None:
+                woken = True
                 while True:  # take in every request waiting
                     with lock:
                         if self._closed:
                             return
-                        if not sock.getsockopt(_EVENTS_OPT) & _POLLIN:
+                        # just woken, a request is likely there: try it; after one,
+                        # ask first (a receive that finds nothing raises, dearly)
+                        if not woken and not sock.getsockopt(_EVENTS_OPT) & _POLLIN:
                             break
+                        woken = False
                         try:
                             req = self._receive(sock, limit)
                         except zmq.Again:
@@ -453,16 +582,28 @@ class _Server(ServerHandle):
                                            self.address)
                             continue
                     if req is not None:
-                        self._start(*req)
-                for fd, _ in poller.poll(self.poll_ms):
-                    if fd == mail.fd and "close" in mail.drain():
-                        return self._close_io()
+                        work = self._start(*req)
+                        if work is not None:
+                            break
+                if work is None:
+                    for fd, _ in self._poller.poll(self.poll_ms):
+                        if fd == mail.fd and "close" in mail.drain():
+                            self._close_io()
+                            return
+        except BaseException:
+            self._stopped.set()  # nobody leads any more
+            raise
         finally:
-            self._stopped.set()
+            if self._closed:
+                self._stopped.set()
+        self._pool.submit(self._lead)
+        me.name = self._work_name
+        self._work(*work)
+        return True  # _work said idle_soon
 
     def _receive(self, sock: zmq.Socket, limit: int) -> tuple[Any, ...] | None:
-        """Take one message (the lock held): the request to start, or None when it was
-        refused (its error reply is sent)."""
+        """Take one message (the lock held; zmq.Again when there is none): the request
+        to start, or None when it was refused (its error reply is sent)."""
         try:
             ident, (kind, rid, method, _, header, buffers) = _recv_message(
                 sock, True, limit, _NOBLOCK)
@@ -483,29 +624,30 @@ class _Server(ServerHandle):
         self._inflight[(ident, rid)] = True
         return ident, rid, method, header, buffers
 
-    def _start(self, ident: bytes, rid: int, method: str, header: bytes,
-               buffers: list) -> None:
-        """Answer a request here when the handler can without blocking, else hand it to
-        a handler thread."""
+    def _start(self, ident: bytes, rid: int, method: str, header: bytes, buffers: list
+               ) -> tuple[bytes, int, str, Callable[[], tuple[bytes, Sequence[Any]]]] | None:
+        """Answer a request now when the handler can without blocking; else return what
+        a thread of its own must run."""
         dispatch = self._dispatch
         if dispatch is None:
-            self._pool.submit(self._work, ident, rid, method,
-                              functools.partial(self._handler, method, header, buffers))
-            return
+            return ident, rid, method, functools.partial(self._handler, method, header,
+                                                         buffers)
+        request_context(ident.peer_address() if isinstance(ident, _Ident) else None)
         try:
             r = dispatch(method, header, buffers)
         except Exception as e:  # noqa: BLE001 - reported to the caller
-            self._finish(ident, rid, self._failed(method, e, rid))
-            return
+            self._finish(ident, rid, self._failed(method, e, rid), True)
+            return None
         if callable(r):
-            self._pool.submit(self._work, ident, rid, method, r)
-        else:
-            self._finish(ident, rid, self._frames(rid, method, r))
+            return ident, rid, method, r
+        self._finish(ident, rid, self._frames(rid, method, r), True)
+        return None
 
     def _send(self, ident: bytes, frames: list[Any]) -> None:
         """Send on the socket (the lock held)."""
         try:
-            self._sock.send_multipart([ident, *frames], _NOBLOCK, copy=False)
+            self._sock.send(ident, _NOBLOCK | _SNDMORE)
+            _send_frames(self._sock, frames, _NOBLOCK)
         except zmq.ZMQError:
             pass  # the client went away (ROUTER_MANDATORY): nobody to answer
 
@@ -517,7 +659,7 @@ class _Server(ServerHandle):
                                                 f"zmq server {self.address} stopped before "
                                                 "the call finished"))
             self._inflight.clear()
-            self._lock.notify_all()
+            self._drained.notify_all()
             self._mail.close()
             self._sock.linger = 200  # a moment for the replies just sent to go out
             try:
@@ -550,19 +692,20 @@ class _Server(ServerHandle):
         except Exception as e:  # noqa: BLE001 - reported to the caller
             frames = self._failed(method, e, rid)
         del fn
-        self._finish(ident, rid, frames)
+        self._pool.idle_soon()
+        self._finish(ident, rid, frames, False)
 
-    def _finish(self, ident: bytes, rid: int, frames: list[Any]) -> None:
-        """Send a reply now, from the thread that computed it."""
+    def _finish(self, ident: bytes, rid: int, frames: list[Any], leading: bool) -> None:
+        """Send a reply now, from the thread that computed it (``leading``: the
+        leader, which looks at the socket again next anyway)."""
         with self._lock:
             if self._inflight.pop((ident, rid), None) is None:
                 return  # stopped meanwhile: the caller has had its error
             self._send(ident, frames)
-            if threading.current_thread() is not self._io and \
-                    self._sock.getsockopt(_EVENTS_OPT) & _POLLIN:
-                self._mail.put("wake")  # the send may have taken the I/O thread's wake-up
-            if not self._inflight:
-                self._lock.notify_all()
+            if not leading and self._sock.getsockopt(_EVENTS_OPT) & _POLLIN:
+                self._mail.put("wake")  # the send may have taken the leader's wake-up
+            if not self._inflight and self._stopping:
+                self._drained.notify_all()
 
     def stop(self, grace: float = 0.0) -> None:
         """Answer new requests with UNAVAILABLE, wait up to ``grace`` seconds for the calls
@@ -572,7 +715,7 @@ class _Server(ServerHandle):
             first = not self._stopping
             self._stopping = True
             if first:
-                self._lock.wait_for(lambda: not self._inflight, timeout=max(grace, 0.0))
+                self._drained.wait_for(lambda: not self._inflight, timeout=max(grace, 0.0))
                 self._mail.put("close")
         self._stopped.wait(5.0)
         self._pool.close()
@@ -580,19 +723,25 @@ class _Server(ServerHandle):
 
 _EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
            | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-           | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+           | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_CONNECTED)
 _SLICE_MS = 100  # how often a waiting call looks at its link's monitor and the closed flag
 
 
 class _Link:
     """One DEALER connection of a channel, with its monitor; used by one call at a time."""
 
-    def __init__(self, ctx: zmq.Context, transport: "ZmqTransport", endpoint: str):
+    def __init__(self, ctx: zmq.Context, transport: "ZmqTransport", endpoint: str,
+                 security: Any = None):
         sock = ctx.socket(zmq.DEALER)
         sock.linger = 0
+        if security is not None and security.curve:  # before connect, as zmq requires
+            sock.curve_secretkey = security.curve_secret
+            sock.curve_publickey = security.curve_public
+            sock.curve_serverkey = security.curve_server
+        self.curve = security is not None and security.curve
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RCVHWM, 0)
-        sock.setsockopt(zmq.MAXMSGSIZE, transport.max_message_bytes)
+        sock.setsockopt(zmq.MAXMSGSIZE, transport.max_message_bytes + FRAME_SLACK)
         sock.setsockopt(zmq.CONNECT_TIMEOUT, max(1, int(transport.connect_timeout * 1000)))
         sock.setsockopt(zmq.RECONNECT_IVL, 100)
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
@@ -609,6 +758,9 @@ class _Link:
         self.ready = False
         self.down = False  # connecting failed
         self.dropped = False  # the connection dropped: the link is not reused
+        self.refused = False  # the server refused the handshake (CURVE, mechanism)
+        self.retries = 0  # connects refused or failed (and reconnects scheduled)
+        self.tcp_up = False  # a TCP connection was made (the handshake may be pending)
 
     def events(self) -> None:
         """Take in the monitor's events (without blocking)."""
@@ -617,10 +769,18 @@ class _Link:
             ev = recv_monitor_message(mon)["event"]
             if ev == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.ready, self.down = True, False
+            elif ev == zmq.EVENT_CONNECTED:
+                self.tcp_up = True
             elif ev == zmq.EVENT_DISCONNECTED:
-                self.ready, self.dropped = False, True
-            elif not self.ready:  # a failed connect or handshake
-                self.down = True
+                self.ready, self.dropped, self.tcp_up = False, True, False
+            else:
+                if ev == zmq.EVENT_CONNECT_RETRIED:
+                    self.retries += 1
+                if not self.ready:  # a failed connect or handshake
+                    self.down = True
+                    if ev in (zmq.EVENT_HANDSHAKE_FAILED_AUTH,
+                              zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
+                        self.refused = True
 
     def close(self) -> None:
         try:
@@ -641,8 +801,9 @@ class _Channel(Channel):
     #: idle links kept open for later calls; more are closed when returned
     max_idle_links = 64
 
-    def __init__(self, transport: "ZmqTransport", address: str):
+    def __init__(self, transport: "ZmqTransport", address: str, security: Any = None):
         self._t, self.address = transport, address
+        self._security = security
         self._endpoint = _tcp_endpoint(address)[0]
         self._idle: list[_Link] = []
         self._lock = threading.Lock()
@@ -654,7 +815,7 @@ class _Channel(Channel):
         return f"<zmq channel {self.address}>"
 
     def _open(self) -> _Link:
-        return _Link(self._t._context(), self._t, self._endpoint)
+        return _Link(self._t._context(), self._t, self._endpoint, self._security)
 
     def _checkout(self) -> _Link:
         with self._lock:
@@ -721,7 +882,15 @@ class _Channel(Channel):
                             f"{timeout:g} s")
         return min(_SLICE_MS, int(left * 1000) + 1)
 
-    def _unavailable(self, link: _Link, method: str) -> errors.UnavailableError:
+    def _unavailable(self, link: _Link, method: str) -> errors.OpError:
+        if link.refused:
+            return errors.UnauthenticatedError(
+                None, None, f"zmq server {self.address} refused the handshake for call "
+                f"{method!r}: " + ("this client's CURVE key is not among the keys it "
+                                   "accepts, or the server key is wrong" if link.curve else
+                                   "it requires CURVE (give this client the cluster's "
+                                   "keys: FLOWRT_CURVE_SECRET_KEY, "
+                                   "FLOWRT_CURVE_SERVER_KEY)"))
         if link.dropped:
             why = f"lost the connection to zmq server {self.address} during call {method!r}"
         else:
@@ -737,7 +906,7 @@ class _Channel(Channel):
                 raise self._unavailable(link, method)
             link.poller.poll(self._slice(method, deadline, timeout, cancel))
             link.events()
-        sock.send_multipart(frames, copy=False)
+        _send_frames(sock, frames)
         del frames
         while True:  # a blocking receive, a slice at a time, then a look at the monitor
             ms = self._slice(method, deadline, timeout, cancel)
@@ -756,10 +925,28 @@ class _Channel(Channel):
                                 return got
                     except zmq.Again:
                         pass
+                    if deadline is not None:
+                        self._hung(link, method, deadline, timeout, cancel)
                     raise self._unavailable(link, method) from None
                 continue
             if got is not None:
                 return got
+
+    def _hung(self, link: _Link, method: str, deadline: float, timeout: float | None,
+              cancel: threading.Event | None) -> None:
+        """A call with a deadline lost its connection. The socket reconnects by itself:
+        return (the caller raises UnavailableError) once that is refused or fails (the
+        server is gone) or succeeds (a live server, which never got or lost the
+        request); raise DeadlineExceededError at the deadline while neither happens (a
+        server that is silent but still accepts connections: a hung or stopped process,
+        which may answer a later call). The drop itself schedules a reconnect (one
+        retry); a second retry without a TCP connection means the connect failed."""
+        retries = link.retries
+        while True:
+            link.events()
+            if link.ready or (link.retries > retries + 1 and not link.tcp_up):
+                return
+            link.poller.poll(self._slice(method, deadline, timeout, cancel))
 
     def _reply(self, sock: zmq.Socket, rid: int, method: str, flags: int
                ) -> tuple[bytes, list[Any]] | None:
@@ -825,6 +1012,7 @@ class ZmqTransport(MessageTransport):
         self.heartbeat_s, self.connect_timeout = heartbeat_s, connect_timeout
         self._ctx: zmq.Context | None = None
         self._ctx_lock = threading.Lock()
+        self._auth: Any = None  # the ZAP handler of CURVE servers, made by the first
 
     def _context(self) -> zmq.Context:
         with self._ctx_lock:
@@ -844,7 +1032,51 @@ class ZmqTransport(MessageTransport):
         answer every request with ``handler`` on its own thread."""
         return _Server(self, address, handler)
 
-    def connect(self, address: str) -> Channel:
-        """A DEALER channel to ``address``; an unreachable peer fails the first call."""
+    def connect(self, address: str, security: Any = None) -> Channel:
+        """A DEALER channel to ``address``; an unreachable peer fails the first call.
+        ``security``: a ``SecurityConfig`` whose CURVE keys (if any) the channel's
+        links use (this process's keypair, the servers' public key)."""
         _tcp_endpoint(address)
-        return _Channel(self, address)
+        return _Channel(self, address, security)
+
+    def _secure_server(self, sock: zmq.Socket, sec: Any, address: str) -> None:
+        """Make ``sock`` a CURVE server with ``sec``'s keypair, accepting only the
+        client keys ``sec`` allows (checked by this context's ZAP handler on every
+        handshake); nothing without CURVE keys."""
+        if sec is None or not sec.curve:
+            if sec is not None and sec.tls:
+                raise errors.InvalidArgumentError(
+                    None, None, f"zmq server on {address!r}: the security config has a "
+                    "TLS certificate but no CURVE keys (zmq encrypts with CURVE: "
+                    "--curve-secret-key, --curve-public-keys)")
+            return
+        domain = f"flowrt-{id(sock):x}"
+        ctx = self._context()
+        with self._ctx_lock:
+            if self._auth is None:
+                # pyzmq's own ZAP handler, on a thread of its own: imported only by a
+                # server that uses CURVE
+                from zmq.auth.thread import ThreadAuthenticator
+
+                self._auth = ThreadAuthenticator(ctx)
+                self._auth.start()
+            self._auth.configure_curve_callback(domain, _AllowedKeys(sec))
+        sock.curve_secretkey = sec.curve_secret
+        sock.curve_publickey = sec.curve_public
+        sock.curve_server = True
+        sock.zap_domain = domain.encode()
+
+
+class _AllowedKeys:
+    """The ZAP credentials provider of one CURVE server: the client keys its config
+    allows, read again at most every 2 s (a key added to the directory counts soon)."""
+
+    def __init__(self, sec: Any):
+        self._sec, self._keys, self._at = sec, frozenset(), float("-inf")
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        """Whether the client public ``key`` (Z85) may connect."""
+        now = time.monotonic()
+        if now - self._at > 2.0:
+            self._keys, self._at = frozenset(self._sec.allowed_curve_keys()), now
+        return key in self._keys

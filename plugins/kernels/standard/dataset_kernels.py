@@ -27,6 +27,7 @@ from flowrt.inputs import dataset_extra, dataset_more
 from flowrt.inputs.dataset import Env, dense_components, lookup_dataset
 from flowrt.inputs.dataset_extra import Optional, OptionalValue
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_path
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import ks, publish
@@ -474,11 +475,11 @@ def _to_tfrecord_kernel(ctx: Any) -> Any:
     token = _text(ctx.attrs["dataset"])
 
     def compute(filename: Any, compression: Any, *args: Any) -> None:
+        path = check_path(ctx, _text(np.asarray(filename, dtype=object).item()), write=True)
         ds, env = _run_dataset(token, args)
         comp = _text(np.asarray(compression, dtype=object).item())
         try:
-            with _RecordWriter(_text(np.asarray(filename, dtype=object).item()),
-                               comp or None) as w:
+            with _RecordWriter(path, comp or None) as w:
                 for el in ds._elements(env):
                     w.write(np.asarray(el[0], dtype=object).item())
         except Exception as e:  # noqa: BLE001 - a Python error in a dataset's code

@@ -5,6 +5,8 @@ checkpoint API (Saver, latest_checkpoint ...).
 The kernels read and write TensorFlow's checkpoint layout, which is flowrt's
 (:mod:`flowrt.checkpoint`, docs/checkpoints.md); RestoreV2 also reads V1 files. They run on the device the op is placed on, which the Saver
 chooses beside the variables, so each shard is written where its variables live.
+Every path is checked against the worker's file roots (``check_path``) before anything
+is read, created or written.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import flowrt.modeling.warm_start as _warm_start
 import flowrt.saver as _saver
 from flowrt import errors
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_glob, check_path
 from flowrt.proto import saver_pb2
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
@@ -127,7 +130,7 @@ def _save_v2_kernel(ctx: Any) -> Any:
     to_host = None if ctx.xp is np else ctx.device.to_host
 
     def save(prefix: Any, tensor_names: Any, shape_and_slices: Any, *tensors: Any) -> None:
-        p = _scalar_str(prefix, "prefix")
+        p = check_path(ctx, _scalar_str(prefix, "prefix"), write=True)
         names = _str_list(tensor_names, "tensor_names")
         if len(names) != len(tensors):
             raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names "
@@ -163,7 +166,7 @@ def _restore_v2_kernel(ctx: Any) -> Any:
     single = len(dtypes) == 1
 
     def restore(prefix: Any, tensor_names: Any, shape_and_slices: Any) -> Any:
-        p = _scalar_str(prefix, "prefix")
+        p = check_glob(ctx, _scalar_str(prefix, "prefix"))  # (a V1 pattern is read too)
         names = _str_list(tensor_names, "tensor_names")
         if len(names) != len(dtypes):
             raise errors.InvalidArgumentError(None, None, f"Got {len(names)} tensor names "
@@ -217,6 +220,8 @@ def _merge_kernel(ctx: Any) -> Any:
     def merge(checkpoint_prefixes: Any, destination_prefix: Any) -> None:
         sources = _str_list(checkpoint_prefixes, "checkpoint_prefixes")
         dest = _scalar_str(destination_prefix, "destination_prefix")
+        for path in (*sources, dest):  # the sources' files are moved, their dirs removed
+            check_path(ctx, path, write=True)
         _ckpt.merge_checkpoints(sources, dest, delete_old_dirs)
         return None
 
@@ -289,7 +294,7 @@ def _v1_save(ctx: Any, sliced: bool) -> Any:
     to_host = None if ctx.xp is np else ctx.device.to_host
 
     def save(filename: Any, tensor_names: Any, *rest: Any) -> None:
-        p = _scalar_str(filename, "filename")
+        p = check_path(ctx, _scalar_str(filename, "filename"), write=True)
         names = _str_list(tensor_names, "tensor_names")
         specs = _str_list(rest[0], "shapes_and_slices") if sliced else [""] * len(names)
         tensors = list(rest[1:] if sliced else rest)
@@ -321,6 +326,7 @@ def _v1_restore(ctx: Any, sliced: bool) -> Any:
 
     def restore(file_pattern: Any, tensor_name: Any, *spec: Any) -> Any:
         p = _scalar_str(file_pattern, "file_pattern")
+        check_glob(ctx, p)  # the pattern and every file it matches
         name = _scalar_str(tensor_name, "tensor_name")
         sl = _scalar_str(spec[0], "shape_and_slice") if sliced else ""
         reader = _ckpt.CheckpointReader(p)

@@ -20,6 +20,7 @@ from flowrt import errors
 from flowrt.graph import (Operation, Tensor, apply_op, control_dependencies,
                           convert_to_tensor, get_default_graph, is_tensor, name_scope)
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_path
 
 from ._common import constant_value, ks, unchanged_shape
 from .control_flow_ops import cond
@@ -264,6 +265,7 @@ def _print_v2_kernel(ctx: Any) -> Any:
         if isinstance(text, bytes):
             text = text.decode(errors="replace")
         if file_path is not None:  # TF appends to the file (AppendStringToFile)
+            check_path(ctx, file_path, write=True)
             try:
                 with open(file_path, "a", encoding="utf-8") as f:
                     f.write(f"{text}{end}")

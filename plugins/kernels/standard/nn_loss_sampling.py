@@ -27,6 +27,7 @@ from flowrt import errors
 from flowrt.framework.sparse_tensor import SparseTensor
 from flowrt.graph import Tensor, apply_op, convert_to_tensor, get_seed, name_scope
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_path
 from flowrt.tensor_shape import TensorShape, dimension_value, unknown_shape
 
 from ._common import ks
@@ -355,7 +356,15 @@ def _fixed_unigram(attrs: dict[str, Any]) -> _WeightedSampler:
 
 @ks.kernel("FixedUnigramCandidateSampler", device_type="CPU")
 def _fixed_unigram_sampler_kernel(ctx: Any) -> Callable:
-    return _sampler_factory(ctx, lambda: _fixed_unigram(ctx.attrs))
+    vocab_file = ctx.attrs.get("vocab_file", "") or ""
+
+    def make() -> _WeightedSampler:
+        if vocab_file:  # read when the op first runs: checked against the file roots
+            check_path(ctx, vocab_file.decode() if isinstance(vocab_file, bytes)
+                       else vocab_file)
+        return _fixed_unigram(ctx.attrs)
+
+    return _sampler_factory(ctx, make)
 
 
 @ks.kernel("AllCandidateSampler", device_type="CPU")

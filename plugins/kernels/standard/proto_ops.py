@@ -31,6 +31,7 @@ from flowrt import errors
 from flowrt.framework import gfile
 from flowrt.graph import Tensor, apply_op, convert_to_tensor
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_path
 from flowrt.proto import example_pb2  # noqa: F401 -- registers tf.train.Example & co.
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
@@ -123,6 +124,16 @@ def _message_descriptor(message_type: str, source: str | bytes) -> Any:
         except KeyError:
             continue
     raise invalid(f"No descriptor found for message type {message_type}")
+
+
+def _checked_source(ctx: Any, attrs: Any) -> str | bytes:
+    """The node's ``descriptor_source``; a file name is checked against the worker's
+    file roots first."""
+    source = attrs.get("descriptor_source", "local://")
+    raw = source if isinstance(source, bytes) else source.encode("utf-8")
+    if raw not in (b"", b"local://") and not raw.startswith(b"bytes://"):
+        check_path(ctx, _str(source))
+    return source
 
 
 class _Schema:
@@ -260,8 +271,7 @@ def _decode_proto_kernel(ctx: Any) -> Any:
     types = [_dt.as_dtype(t) for t in a["output_types"]]
     if len(names) != len(types):
         raise invalid("field_names and output_types attributes must have the same length")
-    schema = _Schema(_str(a["message_type"]), a.get("descriptor_source", "local://"),
-                     names)
+    schema = _Schema(_str(a["message_type"]), _checked_source(ctx, a), names)
     for fd, dt in zip(schema.fields, types):
         if dt.base_dtype not in _COMPATIBLE[fd.type]:
             raise invalid(f"Unexpected output type for {fd.full_name}: {fd.cpp_type} to "
@@ -304,8 +314,7 @@ def _encode_proto_kernel(ctx: Any) -> Any:
     message (fields in number order) and serialized."""
     a = ctx.attrs
     names = [_str(n) for n in a["field_names"]]
-    schema = _Schema(_str(a["message_type"]), a.get("descriptor_source", "local://"),
-                     names)
+    schema = _Schema(_str(a["message_type"]), _checked_source(ctx, a), names)
     types = [_dt.as_dtype(t) for t in a["Tinput_types"]]
     order = sorted(range(len(names)), key=lambda i: schema.fields[i].number)
 

@@ -12,8 +12,9 @@ used up; it is an ``async`` kernel: waiting for the queue holds no thread. A clo
 empty queue ends the read with the queue's OutOfRangeError. The operations of one
 reader run one at a time, in arrival order.
 
-A work unit that fails (a missing file, a corrupt record) fails that read and is
-dropped: the next read moves on to the next work unit.
+A work unit that fails (a missing file, a corrupt record, a file outside the worker's
+file roots: PermissionDeniedError) fails that read and is dropped: the next read moves
+on to the next work unit.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from flowrt.inputs.readers import (FixedLengthSource, IdentitySource, RecordRead
                                    RecordSource, TextLineSource, TFRecordSource,
                                    WholeFileSource)
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_path
 from flowrt.tensor_shape import TensorShape
 from flowrt.framework.tf_record import TFRecordOptions
 
@@ -73,6 +75,20 @@ class _Reader:
                 return
             job = self._jobs.popleft()
         job(self._release)
+
+
+class _Checked(RecordSource):
+    """A file source whose work units are checked against the file roots of the reader
+    op that made it (its kernel context) before each file is opened."""
+
+    def __init__(self, source: RecordSource, ctx: Any) -> None:
+        self.source, self._ctx = source, ctx
+        self.single, self.name = source.single, source.name
+
+    def records(self, work: bytes) -> Any:
+        """The source's records of ``work`` once its file name passed the check."""
+        check_path(self._ctx, work.decode("utf-8", "surrogateescape"))
+        yield from self.source.records(work)
 
 
 def _work_of(element: Any) -> bytes:
@@ -221,7 +237,10 @@ def _reader_kernel(ctx: Any) -> Any:
     source = _source(op_type, ctx.attrs)  # bad attrs fail when the kernel is made
 
     def make(name: str) -> _Reader:
-        return _Reader(name, _source(op_type, ctx.attrs), op_type == "IdentityReaderV2")
+        src = _source(op_type, ctx.attrs)
+        if op_type != "IdentityReaderV2":  # the others' work units are file names
+            src = _Checked(src, ctx)
+        return _Reader(name, src, op_type == "IdentityReaderV2")
 
     def check(r: Any, name: str) -> None:
         if not isinstance(r, _Reader) or r.reader.source.name != source.name:

@@ -3,7 +3,9 @@
 
 Ops: ReadFile, WriteFile, MatchingFiles, SerializeTensor, ParseTensor. File names are
 host strings; errors name the file and use TF's classes (NotFoundError,
-PermissionDeniedError, FailedPreconditionError for a directory).
+PermissionDeniedError, FailedPreconditionError for a directory). Paths are checked
+against the worker's file roots first (a server's ``file_roots``); MatchingFiles lists
+only the matches inside them.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from flowrt import errors
 from flowrt.base.tensor_codec import make_ndarray
 from flowrt.graph import Tensor, apply_op
 from flowrt.op_registry import OpDef
+from flowrt.plugin.file_policy import check_path, check_pattern, inside_roots
 from flowrt.proto import tensor_pb2
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
@@ -83,7 +86,7 @@ ks.not_differentiable("ReadFile", "WriteFile", "MatchingFiles")
 @ks.kernel("ReadFile", host_memory=("filename", "contents"))
 def _read_file_kernel(ctx: Any) -> Any:
     def compute(filename: Any) -> Any:
-        path = _scalar_string(filename, "filename")
+        path = check_path(ctx, _scalar_string(filename, "filename"))
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -122,7 +125,7 @@ def _umask() -> int:
 @ks.kernel("WriteFile", host_memory=("filename", "contents"))
 def _write_file_kernel(ctx: Any) -> Any:
     def compute(filename: Any, contents: Any) -> Any:
-        path = _scalar_string(filename, "filename")
+        path = check_path(ctx, _scalar_string(filename, "filename"), write=True)
         arr = np.asarray(contents)
         if arr.ndim != 0:
             raise invalid(f"Contents tensor must be scalar, but had shape: "
@@ -148,7 +151,8 @@ def _matching_files_kernel(ctx: Any) -> Any:
                           f"{list(arr.shape)}")
         names: list[str] = []
         for p in arr.reshape(-1).tolist():
-            names += _glob.glob(_decode(p), include_hidden=True)
+            pattern = check_pattern(ctx, _decode(p))
+            names += inside_roots(ctx, _glob.glob(pattern, include_hidden=True))
         names.sort()
         return np.array([n.encode() for n in names], dtype=object).reshape(len(names))
 
