@@ -12,7 +12,8 @@ An MLP 784-256-128-10 (batch 64, softmax cross-entropy, plain SGD) is trained wi
 two small histograms (the logits and the last bias); ``--case weights`` adds histograms
 of every weight matrix (251k values). ``--case cnn`` is the TF tutorial's MNIST CNN step
 (``tf.layers``, Adam) with the summaries such a tutorial writes: loss and accuracy, the
-logits and every trainable variable. Prints one JSON line: median ms per step without
+logits and every trainable variable; ``--case cnn_light`` the same without the
+variables' histograms. Prints one JSON line: median ms per step without
 and with summaries, and the overhead in percent.
 """
 from __future__ import annotations
@@ -34,8 +35,8 @@ def run(impl: str, case: str, reps: int, steps: int, warmup: int = 20) -> dict[s
     """Build the MLP under ``impl`` and time steps with and without summaries."""
     tf = load(impl)
     rng = np.random.RandomState(0)
-    if case == "cnn":
-        train, merged = _cnn(tf, rng)
+    if case in ("cnn", "cnn_light"):
+        train, merged = _cnn(tf, rng, weights=case == "cnn")
     else:
         train, merged = _mlp(tf, rng, case)
     plain, summed = [], []
@@ -90,11 +91,11 @@ def _mlp(tf: Any, rng: np.random.RandomState, case: str) -> tuple[Any, Any]:
     return train, tf.summary.merge_all()
 
 
-def _cnn(tf: Any, rng: np.random.RandomState) -> tuple[Any, Any]:
+def _cnn(tf: Any, rng: np.random.RandomState, weights: bool = True) -> tuple[Any, Any]:
     """The TF tutorial's MNIST CNN (``tf.layers``: conv 32 5x5, pool, conv 64 5x5, pool,
     dense 1024, dropout, dense 10; batch 64, Adam) and the summaries a tutorial writes:
-    the loss and accuracy (scalars), the logits and every trainable variable
-    (histograms, 3.3M values in all)."""
+    the loss and accuracy (scalars), the logits and (``weights``) every trainable
+    variable (histograms, 3.3M values in all)."""
     x = tf.constant(rng.rand(64, 28, 28, 1).astype(np.float32))
     y = tf.constant(rng.randint(0, 10, 64).astype(np.int64))
     h = tf.layers.conv2d(x, 32, 5, padding="same", activation=tf.nn.relu)
@@ -111,7 +112,7 @@ def _cnn(tf: Any, rng: np.random.RandomState) -> tuple[Any, Any]:
     tf.summary.scalar("loss", loss)
     tf.summary.scalar("accuracy", acc)
     tf.summary.histogram("logits", logits)
-    for v in tf.trainable_variables():
+    for v in tf.trainable_variables() if weights else []:
         tf.summary.histogram(v.op.name, v)
     return train, tf.summary.merge_all()
 
@@ -120,13 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, run the case, print its JSON line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--impl", choices=["tf", "flowrt"], default="flowrt")
-    p.add_argument("--case", choices=["small", "weights", "cnn"], default="small")
+    p.add_argument("--case", choices=["small", "weights", "cnn", "cnn_light"],
+                   default="small")
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--steps", type=int, default=None,
                    help="steps per round (default 50; 5 for cnn)")
     a = p.parse_args(argv)
-    steps = a.steps or (5 if a.case == "cnn" else 50)
-    warmup = 3 if a.case == "cnn" else 20
+    cnn = a.case.startswith("cnn")
+    steps = a.steps or (5 if cnn else 50)
+    warmup = 3 if cnn else 20
     print(json.dumps(run(a.impl, a.case, a.reps, steps, warmup)))
     return 0
 
