@@ -48,11 +48,13 @@ def _rss_kb(pid: int) -> int:
 def server(monkeypatch):
     started: list[ft.ServerProcess] = []
 
-    def start(protocol: str, env: dict[str, str] | None = None) -> ft.ServerProcess:
+    def start(protocol: str, env: dict[str, str] | None = None,
+              args: list[str] | None = None) -> ft.ServerProcess:
         for k, v in (env or {}).items():
             monkeypatch.setenv(k, v)
         cluster = ft.cluster_addresses(protocol, {"worker": 1})
-        p = ft.ServerProcess(cluster, "worker", 0, protocol, timeout=60.0)
+        p = ft.ServerProcess(cluster, "worker", 0, protocol, timeout=60.0,
+                             extra_args=args or [])
         started.append(p)
         return p
 
@@ -137,11 +139,15 @@ def test_bogus_receives_are_capped_and_released(server, protocol):
     from flowrt.distributed import rpc
     from flowrt.proto import service_pb2 as pb
 
-    p = server(protocol, {"FLOWRT_MAX_PENDING": str(TOTAL),
-                          "FLOWRT_MAX_PENDING_PER_PEER": str(PER_PEER),
-                          "FLOWRT_UNKNOWN_STEP_S": str(UNKNOWN_S),
-                          "FLOWRT_IDLE_THREAD_S": "1",
-                          "FLOWRT_GRPC_MAX_STREAMS": str(STREAMS)})
+    if protocol == "zmq":  # the bounds from the server's environment ...
+        p = server(protocol, {"FLOWRT_MAX_PENDING": str(TOTAL),
+                              "FLOWRT_MAX_PENDING_PER_PEER": str(PER_PEER),
+                              "FLOWRT_UNKNOWN_STEP_S": str(UNKNOWN_S),
+                              "FLOWRT_IDLE_THREAD_S": "1"})
+    else:  # ... or from `flowrt server`'s flags
+        p = server(protocol, {"FLOWRT_IDLE_THREAD_S": "1"},
+                   ["--max-pending", str(TOTAL), "--max-pending-per-peer", str(PER_PEER),
+                    "--unknown-step-s", str(UNKNOWN_S), "--grpc-max-streams", str(STREAMS)])
     time.sleep(0.5)
     base = _threads_of(p.pid)
     ch = tf.default_runtime().transport(protocol).connect(p.address)
@@ -284,3 +290,15 @@ def test_shared_memory_of_exited_clients_is_unmapped(server):
         time.sleep(0.25)
     print("worker RSS kB: start", start, "peak", peak[0], "end", _rss_kb(p.pid))
     assert _rss_kb(p.pid) <= start * 1.1, (_rss_kb(p.pid), start)
+
+
+def test_bound_flags_are_checked(tmp_path):
+    cfile = tmp_path / "cluster.json"
+    cfile.write_text('{"worker": ["127.0.0.1:1"]}')
+    for args, msg in ((["--max-pending", "0"], "--max-pending must be > 0"),
+                      (["--protocol", "zmq", "--grpc-max-streams", "5"],
+                       "--grpc-max-streams: the zmq transport is not grpc")):
+        r = subprocess.run([sys.executable, "-m", "flowrt.cli", "server", "--cluster",
+                            str(cfile), "--job", "worker", "--task", "0", *args],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and msg in r.stderr, r.stderr

@@ -7,15 +7,17 @@ import json
 import os
 import signal
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from flowrt.base import errors, host_budget
+from flowrt.distributed import rpc as _rpc
 from flowrt.distributed import security as _security
 from flowrt.distributed import server as _server
 from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
 from flowrt.modeling.cluster_resolver import resolver_by_name
 from flowrt.plugin.runtime import Runtime, default_runtime
 from flowrt.proto.config_pb2 import ConfigProto
+from flowrt.service import worker as _worker
 from flowrt.tools.demo import run_demo
 from flowrt.tools.inspect import inspect_path
 
@@ -155,6 +157,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
                 raise ValueError(f"--max-message-bytes: the {server.protocol} transport has "
                                  "no message size limit")
             server.transport.max_message_bytes = int(args.max_message_bytes)
+        _apply_bounds(args, server)
         server.start()
     except (OSError, ValueError, TypeError, RuntimeError, errors.OpError) as e:
         print(f"flowrt server: {getattr(e, 'message', None) or e}", file=sys.stderr)
@@ -178,6 +181,32 @@ def _cmd_server(args: argparse.Namespace) -> int:
         server.stop()
     print(f"flowrt server: stopped ({server.shutdown_reason or 'stop'})", flush=True)
     return 0
+
+
+def _apply_bounds(args: argparse.Namespace, server: Any) -> None:
+    """The server's bounds on pending work from its flags (docs/distributed.md, "Bounds
+    on servers and deadlines on clients"); the process serves one task, so they are set
+    for the process.
+
+    :raises ValueError: for a negative or zero bound"""
+    for flag, value in (("--max-pending", args.max_pending),
+                        ("--max-pending-per-peer", args.max_pending_per_peer),
+                        ("--unknown-step-s", args.unknown_step_s)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{flag} must be > 0, got {value}")
+    if args.max_pending is not None:
+        _rpc.ServiceHandler.max_pending = int(args.max_pending)
+    if args.max_pending_per_peer is not None:
+        _rpc.ServiceHandler.max_pending_per_peer = int(args.max_pending_per_peer)
+    if args.unknown_step_s is not None:
+        _worker.UNKNOWN_STEP_S = float(args.unknown_step_s)
+    if args.grpc_max_streams is not None:
+        if not hasattr(server.transport, "max_streams"):
+            raise ValueError(f"--grpc-max-streams: the {server.protocol} transport is not "
+                             "grpc")
+        if args.grpc_max_streams < 0:
+            raise ValueError(f"--grpc-max-streams must be >= 0, got {args.grpc_max_streams}")
+        server.transport.max_streams = int(args.grpc_max_streams)
 
 
 #: the server's security flags and the SecurityConfig argument each fills
@@ -296,6 +325,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="where checkpoints of this task go: added to the file roots")
     sv.add_argument("--health-check-period", type=float, default=None,
                     help="seconds between health checks of the other tasks (default 1)")
+    sv.add_argument("--max-pending", type=int, default=None, metavar="N",
+                    help="requests this task runs at once on threads that may block; "
+                    "beyond: ResourceExhaustedError (default 1024, FLOWRT_MAX_PENDING)")
+    sv.add_argument("--max-pending-per-peer", type=int, default=None, metavar="N",
+                    help="the same per peer address (default 256, "
+                    "FLOWRT_MAX_PENDING_PER_PEER)")
+    sv.add_argument("--unknown-step-s", type=float, default=None, metavar="S",
+                    help="how long a receive waits for a step this task does not know "
+                    "before AbortedError (default 10, FLOWRT_UNKNOWN_STEP_S)")
+    sv.add_argument("--grpc-max-streams", type=int, default=None, metavar="N",
+                    help="grpc streams open at once, each holding a thread; beyond: "
+                    "refused (default 4096, FLOWRT_GRPC_MAX_STREAMS; 0: no limit)")
     sv.add_argument("--max-message-bytes", type=int, default=None,
                     help="refuse messages larger than this (default: the transport's, "
                     "4 GiB)")
