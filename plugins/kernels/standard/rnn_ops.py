@@ -168,6 +168,34 @@ def _fused_lstm_kernel(ctx: Any) -> Any:
     return compute
 
 
+def cell_backward(xp: Any, act: Any, tc: Any, c_prev: Any, dc: Any, dh: Any, e: Any,
+                  out: Any = None) -> tuple[Any, Any]:
+    """One LSTM cell step backwards from its saved activations ``act`` (``i, j, f, o``
+    columns) and ``tanh(c)``: ``(d pre-activations of the gates, d c_prev)`` for the
+    gradients ``dc``, ``dh`` of its new state; ``e`` is :class:`_GateRows`' ``e``; the
+    gate gradients go into ``out`` when given."""
+    n = tc.shape[1]
+    i, j, f, o = (act[:, k * n:(k + 1) * n] for k in range(4))
+    # dc_total = dc + dh * o * (1 - tanh(c)^2)
+    dct = xp.multiply(tc, tc)
+    xp.subtract(1, dct, out=dct)
+    dct *= o
+    dct *= dh
+    dct += dc
+    # d(gate)/d(pre-activation) for all four gates, then times what multiplies each
+    # gate: dc_total * j, dc_total * i, dc_total * c_prev, dh * tanh(c)
+    dg = xp.add(act, e, out=out)
+    dg *= 1 - act
+    m = xp.empty_like(dg)
+    xp.multiply(dct, j, out=m[:, :n])
+    xp.multiply(dct, i, out=m[:, n:2 * n])
+    xp.multiply(dct, c_prev, out=m[:, 2 * n:3 * n])
+    xp.multiply(dh, tc, out=m[:, 3 * n:])
+    dg *= m
+    dct *= f
+    return dg, dct
+
+
 @ks.kernel("FusedBasicLSTMCellGrad")
 def _fused_lstm_grad_kernel(ctx: Any) -> Any:
     xp = ctx.xp
@@ -186,27 +214,8 @@ def _fused_lstm_grad_kernel(ctx: Any) -> Any:
                        f"{list(dh.shape)}")
         _, _, e = rows.get(n, saved.dtype)
         a = d + 2 * n
-        c_prev = saved[:, d + n:a]
-        act = saved[:, a:a + 4 * n]
-        i, j, f, o = (act[:, k * n:(k + 1) * n] for k in range(4))
-        tc = saved[:, a + 4 * n:]
-        # dc_total = dc + dh * o * (1 - tanh(c)^2)
-        dct = xp.multiply(tc, tc)
-        xp.subtract(1, dct, out=dct)
-        dct *= o
-        dct *= dh
-        dct += dc
-        # d(gate)/d(pre-activation) for all four gates, then times what multiplies each
-        # gate: dc_total * j, dc_total * i, dc_total * c_prev, dh * tanh(c)
-        dg = xp.add(act, e)
-        dg *= 1 - act
-        m = xp.empty_like(dg)
-        xp.multiply(dct, j, out=m[:, :n])
-        xp.multiply(dct, i, out=m[:, n:2 * n])
-        xp.multiply(dct, c_prev, out=m[:, 2 * n:3 * n])
-        xp.multiply(dh, tc, out=m[:, 3 * n:])
-        dg *= m
-        dct *= f
+        dg, dct = cell_backward(xp, saved[:, a:a + 4 * n], saved[:, a + 4 * n:],
+                                saved[:, d + n:a], dc, dh, e)
         dxh = mm_bt(dg, w)
         return dxh[:, :d], dct, dxh[:, d:], mm_t(saved[:, :d + n], dg), dg.sum(axis=0)
 

@@ -31,7 +31,7 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape
 
 from ._common import ks
-from .rnn_ops import _GateRows
+from .rnn_ops import _GateRows, cell_backward
 
 __all__ = ["fused_lstm_sequence"]
 
@@ -186,8 +186,6 @@ def _seq_grad_kernel(ctx: Any) -> Any:
         dc_t, dh_t = dc, dh
         for k in range(steps - 1, -1, -1):
             s = saved[k]
-            c_prev, act, tc = s[:, n:2 * n], s[:, 2 * n:6 * n], s[:, 6 * n:]
-            i, j, f, o = (act[:, q * n:(q + 1) * n] for q in range(4))
             g_h = dh_t + dy[k]
             g_c = dc_t
             if lengths is not None:  # carried-through entries pass the gradient back
@@ -196,21 +194,8 @@ def _seq_grad_kernel(ctx: Any) -> Any:
                 keep_c = xp.where(live, 0, dc_t)
                 g_h = xp.where(live, g_h, 0)
                 g_c = xp.where(live, g_c, 0)
-            dct = xp.multiply(tc, tc)
-            xp.subtract(1, dct, out=dct)
-            dct *= o
-            dct *= g_h
-            dct += g_c
-            dg = dgates[k]
-            xp.add(act, e, out=dg)
-            dg *= 1 - act
-            m = xp.empty_like(dg)
-            xp.multiply(dct, j, out=m[:, :n])
-            xp.multiply(dct, i, out=m[:, n:2 * n])
-            xp.multiply(dct, c_prev, out=m[:, 2 * n:3 * n])
-            xp.multiply(g_h, tc, out=m[:, 3 * n:])
-            dg *= m
-            dct *= f
+            dg, dct = cell_backward(xp, s[:, 2 * n:6 * n], s[:, 6 * n:], s[:, n:2 * n],
+                                    g_c, g_h, e, out=dgates[k])
             dh_t, dc_t = mm(dg, wh_t), dct
             if lengths is not None:
                 dh_t += keep_h
