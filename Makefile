@@ -35,7 +35,7 @@ GPU_SUITES := tests/test_cuda.py tests/test_math_unary.py tests/test_math_binary
 	tests/test_initializers.py tests/test_executor.py tests/test_control_flow.py \
 	tests/test_while_loop.py tests/test_session.py tests/test_nn_conv_ops.py \
 	tests/test_linalg_gpu.py tests/test_tf_layers.py tests/test_rnn.py tests/test_losses.py \
-	tests/test_tensor_array.py
+	tests/test_tensor_array.py tests/test_cudnn.py tests/test_cuda_pool.py
 test-gpu:
 	FLOWRT_REQUIRE_GPU=1 $(GPU_PY) -m pytest -q -n 8 -p no:cacheprovider $(GPU_SUITES)
 

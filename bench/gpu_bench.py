@@ -29,6 +29,11 @@ is better", so a ratio below 1.0 means flowrt is slower; the target is >= 0.95):
   softmax-cross-entropy gradients and backward written out, then the same update);
   flowrt on the CPU (the same graph under ``/device:CPU:0``) with the same hand-written
   step in numpy. The first losses of flowrt and the raw step are checked to agree.
+- ``cnn_train``: training steps/s of the tutorial CNN (conv 5x5x32, pool, conv 5x5x64,
+  pool, dense 1024, dense 10; batches ``--cnn-batch``, 128 and 256) on the GPU, against the same
+  step written by hand with CuPy and cuDNN frontend graphs for the convolutions (target
+  >= 0.9). Two rows: flowrt's cuDNN path, and its GEMM path (``FLOWRT_CUDNN=0``). Each
+  row says how many cuDNN calls one flowrt step made. GPU only.
 
 Every flowrt case also runs one traced step and reports where its nodes ran, so a node
 that fell back to the CPU shows up. Run it on a machine with a GPU and CuPy (and
@@ -56,7 +61,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-BENCHES = ("matmul_chain", "h2d_copy", "mlp_train")
+BENCHES = ("matmul_chain", "h2d_copy", "mlp_train", "cnn_train")
 Step = Callable[[], Any]
 
 
@@ -704,6 +709,270 @@ def bench_mlp_train(c: Ctx) -> list[dict[str, Any]]:
     return rows
 
 
+# -- 4. cnn_train -----------------------------------------------------------------------
+def cnn_params(seed: int = 0) -> dict[str, np.ndarray]:
+    """The tutorial CNN's float32 parameters: conv 5x5x1x32 and 5x5x32x64 (HWIO, as TF
+    stores them), dense 3136x1024 and 1024x10, zero biases."""
+    rng = np.random.default_rng(seed)
+
+    def he(shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+        w = rng.standard_normal(shape, dtype=np.float32)
+        return w * np.float32(math.sqrt(2.0 / fan_in))
+
+    return {"c1": he((5, 5, 1, 32), 25), "c2": he((5, 5, 32, 64), 800),
+            "d1": he((3136, 1024), 3136), "d2": he((1024, 10), 1024),
+            "b1": np.zeros(32, np.float32), "b2": np.zeros(64, np.float32),
+            "b3": np.zeros(1024, np.float32), "b4": np.zeros(10, np.float32)}
+
+
+def load_cudnn() -> tuple[Any, str | None]:
+    """``(cudnn frontend module, None)``, or ``(None, why it cannot be used)``."""
+    try:
+        import cudnn  # type: ignore
+
+        cudnn.backend_version()
+    except Exception as e:
+        return None, f"the cuDNN frontend is unavailable: {type(e).__name__}: {e}"
+    return cudnn, None
+
+
+class RawCNN:
+    """The tutorial CNN's training step written by hand: convolutions as cuDNN frontend
+    graphs (filters kept in cuDNN's KRSC layout), max pooling, ReLU, dense layers and
+    softmax cross entropy in CuPy, and the update of :class:`RawMLP`."""
+
+    def __init__(self, cp: Any, cudnn: Any, params: dict[str, np.ndarray], batch: int,
+                 optimizer: str, lr: float):
+        self.xp, self.cudnn, self.batch = cp, cudnn, batch
+        self.handle = cudnn.create_handle()
+        krsc = [cp.ascontiguousarray(cp.asarray(params[k]).transpose(3, 0, 1, 2))
+                for k in ("c1", "c2")]
+        self.ws = krsc + [cp.asarray(params[k]).copy() for k in ("d1", "d2")]
+        self.bs = [cp.asarray(params[k]).copy() for k in ("b1", "b2", "b3", "b4")]
+        self.adam, self.lr, self.t = optimizer == "adam", lr, 0
+        if self.adam:
+            self.m = [cp.zeros_like(p) for p in self.ws + self.bs]
+            self.v = [cp.zeros_like(p) for p in self.ws + self.bs]
+        b = batch
+        self.fwd1 = self._graph("fprop", (b, 28, 28, 1), (32, 5, 5, 1))
+        self.fwd2 = self._graph("fprop", (b, 14, 14, 32), (64, 5, 5, 32))
+        self.wg1 = self._graph("wgrad", (b, 28, 28, 1), (32, 5, 5, 1))
+        self.wg2 = self._graph("wgrad", (b, 14, 14, 32), (64, 5, 5, 32))
+        self.dg2 = self._graph("dgrad", (b, 14, 14, 32), (64, 5, 5, 32))
+
+    def _graph(self, kind: str, xs: tuple[int, ...], ks: tuple[int, ...]) -> tuple:
+        """A 'SAME' stride-1 convolution graph on NHWC data: (graph, tensors, ws)."""
+        cudnn = self.cudnn
+        f = cudnn.data_type.FLOAT
+        g = cudnn.pygraph(io_data_type=f, intermediate_data_type=f, compute_data_type=f,
+                          handle=self.handle)
+        n, h, w, c = xs
+        k, r, s_, _ = ks
+
+        def nhwc(ch: int, name: str) -> Any:
+            return g.tensor(name=name, dim=[n, ch, h, w], stride=[h * w * ch, 1, w * ch, ch],
+                            data_type=f)
+
+        def filt(name: str) -> Any:
+            return g.tensor(name=name, dim=[k, c, r, s_], stride=[r * s_ * c, 1, s_ * c, c],
+                            data_type=f)
+
+        conv = {"pre_padding": [r // 2, s_ // 2], "post_padding": [r // 2, s_ // 2],
+                "stride": [1, 1], "dilation": [1, 1], "compute_data_type": f}
+        if kind == "fprop":
+            a, b_ = nhwc(c, "x"), filt("w")
+            out = g.conv_fprop(image=a, weight=b_, **conv)
+            dim, stride = [n, k, h, w], [h * w * k, 1, w * k, k]
+        elif kind == "wgrad":
+            a, b_ = nhwc(c, "x"), nhwc(k, "dy")
+            out = g.conv_wgrad(image=a, loss=b_, **conv)
+            dim, stride = [k, c, r, s_], [r * s_ * c, 1, s_ * c, c]
+        else:
+            a, b_ = nhwc(k, "dy"), filt("w")
+            out = g.conv_dgrad(loss=a, filter=b_, **conv)
+            dim, stride = [n, c, h, w], [h * w * c, 1, w * c, c]
+        out.set_output(True)
+        out.set_data_type(f)
+        out.set_dim(dim)
+        out.set_stride(stride)
+        g.validate()
+        g.build_operation_graph()
+        g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        if os.environ.get("CUPY_TF32", "0") != "1":
+            g.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE,
+                                      cudnn.numerical_note.DOWN_CONVERT_INPUTS])
+        g.check_support()
+        g.build_plans()
+        ws = self.xp.empty((max(int(g.get_workspace_size()), 1),), dtype=self.xp.uint8)
+        return g, a, b_, out, ws
+
+    def _run(self, graph: tuple, a: Any, b: Any, out_shape: tuple[int, ...]) -> Any:
+        g, ta, tb, to, ws = graph
+        out = self.xp.empty(out_shape, dtype=self.xp.float32)
+        g.execute({ta: a.data.ptr, tb: b.data.ptr, to: out.data.ptr}, ws.data.ptr,
+                  handle=self.handle)
+        return out
+
+    def _pool(self, a: Any) -> tuple[Any, Any]:
+        n, h, w, c = a.shape
+        win = a.reshape(n, h // 2, 2, w // 2, 2, c)
+        p = win.max(axis=(2, 4))
+        return p, win == p[:, :, None, :, None, :]
+
+    def step(self, xs: np.ndarray, ys: np.ndarray) -> float:
+        """One training step on the host batch; the loss before it."""
+        xp = self.xp
+        b = xs.shape[0]
+        x = xp.asarray(xs)
+        y = xp.asarray(ys)
+        w1, w2, w3, w4 = self.ws
+        b1, b2, b3, b4 = self.bs
+        z1 = self._run(self.fwd1, x, w1, (b, 28, 28, 32)) + b1
+        a1 = xp.maximum(z1, 0)
+        p1, m1 = self._pool(a1)
+        z2 = self._run(self.fwd2, p1, w2, (b, 14, 14, 64)) + b2
+        a2 = xp.maximum(z2, 0)
+        p2, m2 = self._pool(a2)
+        flat = p2.reshape(b, 3136)
+        z3 = flat @ w3 + b3
+        a3 = xp.maximum(z3, 0)
+        logits = a3 @ w4 + b4
+        logits = logits - logits.max(axis=1, keepdims=True)
+        e = xp.exp(logits)
+        s = e.sum(axis=1, keepdims=True)
+        loss = xp.mean(xp.log(s[:, 0]) - (y * logits).sum(axis=1))
+        d = (e / s - y) * np.float32(1.0 / b)
+        g4, gb4 = a3.T @ d, d.sum(axis=0)
+        d3 = (d @ w4.T) * (z3 > 0)
+        g3, gb3 = flat.T @ d3, d3.sum(axis=0)
+        dp2 = (d3 @ w3.T).reshape(b, 7, 7, 64)
+        dz2 = (m2 * dp2[:, :, None, :, None, :]).reshape(b, 14, 14, 64) * (z2 > 0)
+        gb2 = dz2.sum(axis=(0, 1, 2))
+        g2 = self._run(self.wg2, p1, dz2, (64, 5, 5, 32))
+        dp1 = self._run(self.dg2, dz2, w2, (b, 14, 14, 32))
+        dz1 = (m1 * dp1[:, :, None, :, None, :]).reshape(b, 28, 28, 32) * (z1 > 0)
+        gb1 = dz1.sum(axis=(0, 1, 2))
+        g1 = self._run(self.wg1, x, dz1, (32, 5, 5, 1))
+        RawMLP._update(self, [g1, g2, g3, g4, gb1, gb2, gb3, gb4])  # type: ignore[arg-type]
+        return float(loss)
+
+
+def build_flowrt_cnn(tf: Any, device: str, params: dict[str, np.ndarray], optimizer: str,
+                     lr: float, config: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """The tutorial CNN under ``device``: ``(session, x, y, train_op, loss)``."""
+    g = tf.Graph()
+    with g.as_default(), tf.device(device):
+        x = tf.placeholder(tf.float32, [None, 28, 28, 1], name="x")
+        y = tf.placeholder(tf.float32, [None, 10], name="y")
+        v = {k: tf.Variable(p, name=k) for k, p in params.items()}
+        h = x
+        for w, b in (("c1", "b1"), ("c2", "b2")):
+            h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(h, v[w], [1, 1, 1, 1], "SAME"), v[b]))
+            h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+        h = tf.reshape(h, [-1, 3136])
+        h = tf.nn.relu(tf.matmul(h, v["d1"]) + v["b3"])
+        logits = tf.matmul(h, v["d2"]) + v["b4"]
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y,
+                                                                          logits=logits))
+        opt = (tf.train.AdamOptimizer(lr) if optimizer == "adam"
+               else tf.train.GradientDescentOptimizer(lr))
+        train = opt.minimize(loss)
+        init = tf.global_variables_initializer()
+    sess = tf.Session(graph=g, config=config)
+    try:
+        sess.run(init)
+    except BaseException:
+        sess.close()
+        raise
+    return sess, x, y, train, loss
+
+
+def bench_cnn_train(c: Ctx) -> list[dict[str, Any]]:
+    """Training steps/s of the tutorial CNN on the GPU: flowrt with its cuDNN path, and
+    with the GEMM path (``FLOWRT_CUDNN=0``), each against the hand-written CuPy + cuDNN
+    step."""
+    a, tf = c.a, c.tf
+    if not c.on_gpu:
+        return []
+    lr = a.lr if a.lr is not None else (0.001 if a.optimizer == "adam" else 0.01)
+    params = cnn_params()
+    cudnn, cudnn_why = load_cudnn()
+    from flowrt.plugins.kernels import cudnn_conv  # noqa: PLC0415  # GPU-only case
+
+    rows = []
+    for bsz, path, env_value in [(int(b), p, e) for b in a.cnn_batch.split(",")
+                                 for p, e in (("cuDNN", None),
+                                              ("GEMM path, FLOWRT_CUDNN=0", "0"))]:
+        rng = np.random.default_rng(2)
+        xs = rng.standard_normal((bsz, 28, 28, 1), dtype=np.float32)
+        ys = np.eye(10, dtype=np.float32)[rng.integers(0, 10, bsz)]
+        row: dict[str, Any] = {"bench": "cnn_train",
+                               "case": f"cnn_train tutorial CNN b{bsz} {a.optimizer}, GPU, "
+                                       f"flowrt {path} (raw: CuPy + cuDNN)",
+                               "unit": "steps/s", "raw_label": "raw CuPy + cuDNN"}
+        rows.append(row)
+        _log(f"{row['case']} ...")
+        sess: Any = None
+        losses: dict[str, list[float]] = {}
+
+        def build_flowrt() -> Step:
+            nonlocal sess
+            c.need_flowrt_device()
+            old = os.environ.get("FLOWRT_CUDNN")
+            if env_value is not None:
+                os.environ["FLOWRT_CUDNN"] = env_value
+            try:
+                before = cudnn_conv.stats()["executed"]
+                sess, x, y, train, loss = build_flowrt_cnn(tf, c.device, params, a.optimizer,
+                                                           lr, c.config())
+                feed = {x: xs, y: ys}
+                fetches = [train, loss]
+                losses["flowrt"] = [float(sess.run(fetches, feed)[1]) for _ in range(3)]
+                row["cudnn_calls_per_step"] = (cudnn_conv.stats()["executed"] - before) / 3
+            finally:
+                if env_value is not None:
+                    if old is None:
+                        os.environ.pop("FLOWRT_CUDNN", None)
+                    else:
+                        os.environ["FLOWRT_CUDNN"] = old
+            check_placement(row, placement(tf, sess, fetches, feed), c.short,
+                            ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput",
+                             "MaxPool", "MaxPoolGrad", "MatMul"))
+            return lambda: sess.run(fetches, feed)
+
+        def build_raw() -> Step:
+            c.need_raw()
+            if cudnn is None:
+                raise Skip(cudnn_why)
+            raw = RawCNN(c.cp, cudnn, params, bsz, a.optimizer, lr)
+            losses["raw"] = [raw.step(xs, ys) for _ in range(3)]
+            return lambda: raw.step(xs, ys)
+
+        try:
+            timed = {}
+            syncs = c.syncs(True)
+            for side, build in (("flowrt", build_flowrt), ("raw", build_raw)):
+                t = make_timed(row, side, build, a, max(a.warmup, 5), syncs[side])
+                if t is not None:
+                    timed[side] = t
+            if "flowrt" in losses and "raw" in losses:
+                row["values"] = [losses["flowrt"], losses["raw"]]
+                row["agree"] = bool(np.allclose(losses["flowrt"], losses["raw"],
+                                                rtol=1e-3, atol=1e-4))
+            finish_row(row, timed, a.repeats, 1.0)
+            if "cudnn_calls_per_step" in row:
+                row.setdefault("warnings" if path == "cuDNN" and
+                               row["cudnn_calls_per_step"] < 3 else "notes", []).append(
+                    f"cuDNN calls per flowrt step: {row['cudnn_calls_per_step']:g} "
+                    f"({cudnn_conv.stats()['last_error'] or 'no unsupported graph'})")
+        finally:
+            if sess is not None:
+                sess.close()
+            free_gpu(c.cp)
+        report(row, c)
+    return rows
+
+
 # -- output -----------------------------------------------------------------------------
 def _num(v: Any) -> str:
     if not isinstance(v, (int, float)):
@@ -738,6 +1007,8 @@ def report(row: dict[str, Any], c: Ctx) -> None:
             print(f"    {side}: {row[f'{side}_error']}", flush=True)
     for w in row.get("warnings", []):
         print(f"    WARNING: {w}", flush=True)
+    for w in row.get("notes", []):
+        print(f"    note: {w}", flush=True)
     if "gpu_over_cpu" in row:
         print(f"    flowrt GPU/CPU: {row['gpu_over_cpu']:.1f}x", flush=True)
 
@@ -769,7 +1040,7 @@ def markdown(rows: list[dict[str, Any]], env: dict[str, Any], c: Ctx) -> str:
                 notes.append(f"{r['case']}, {side}: {r[f'{side}_error']}")
         if r.get("agree") is False:
             notes.append(f"{r['case']}: results DISAGREE: {r.get('values')}")
-        notes.extend(f"{r['case']}: {w}" for w in r.get("warnings", []))
+        notes.extend(f"{r['case']}: {w}" for w in r.get("warnings", []) + r.get("notes", []))
         if "gpu_over_cpu" in r:
             notes.append(f"{r['case']}: flowrt GPU/CPU {r['gpu_over_cpu']:.1f}x")
     if notes:
@@ -799,6 +1070,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--copy-mib", type=float, help="h2d_copy size in MiB (GPU 256, CPU 16)")
     p.add_argument("--layers", default="784-512-512-10", help="mlp_train layer sizes")
     p.add_argument("--batch", type=int, default=256, help="mlp_train batch size")
+    p.add_argument("--cnn-batch", default="128,256", help="cnn_train batch sizes")
     p.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
     p.add_argument("--lr", type=float, help="learning rate (sgd 0.1, adam 0.001)")
     p.add_argument("--repeats", type=int, default=5, help="timed repetitions per side")
@@ -835,7 +1107,7 @@ def main(argv: list[str] | None = None) -> int:
                   + ("" if c.on_gpu else "; --device CPU uses numpy as the raw reference"),
                   flush=True)
     fns = {"matmul_chain": bench_matmul_chain, "h2d_copy": bench_h2d_copy,
-           "mlp_train": bench_mlp_train}
+           "mlp_train": bench_mlp_train, "cnn_train": bench_cnn_train}
     rows: list[dict[str, Any]] = []
     for b in benches:
         rows.extend(fns[b](c))

@@ -557,3 +557,17 @@ def test_plugin_by_unknown_name() -> None:
     with pytest.raises(AssertionError, match="plugin 'no_such_plugin_xyz': is neither an "
                                              "entry point"):
         ft.check_plugin("no_such_plugin_xyz")
+
+
+def test_sign_free_outputs_compare_up_to_the_sign_of_each_column():
+    from flowrt.tools import conformance_kernels as ck
+
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((2, 4, 4))
+    flipped = v * np.array([1.0, -1.0, 1.0, -1.0])
+    assert not ck._close(v, flipped)
+    assert ck._close(ck._column_signs_fixed(v), ck._column_signs_fixed(flipped))
+    other = v.copy()
+    other[0, 1, 2] += 0.5  # a real difference survives the normalisation
+    assert not ck._close(ck._column_signs_fixed(v), ck._column_signs_fixed(other))
+    assert ck.SIGN_FREE_COLUMNS["SelfAdjointEigV2"] == {"v"}

@@ -24,6 +24,10 @@ colocated with a GPU variable does not pull the variable onto the CPU. Ops not l
 (strings, checkpoint I/O, printing and assertions) have no GPU kernel and run on the
 CPU, with the partitioner's ``_Send``/``_Recv`` pairs moving tensors between host and
 GPU.
+``Conv2D`` and its gradients go through cuDNN when NVIDIA's cuDNN frontend is installed
+(:mod:`flowrt.plugins.kernels.cudnn_conv`), falling back to the GEMM kernels above;
+``MaxPool`` and ``MaxPoolGrad`` are one CUDA kernel each
+(:mod:`flowrt.plugins.kernels.cuda_pool`).
 ``Const`` on a GPU keeps integer and boolean constants in host memory and puts floating
 ones on the GPU once per compiled step. Every op of :data:`GPU_OPS` is checked against
 its CPU kernel on random inputs by ``tests/test_cuda.py`` on a machine with a GPU.
@@ -38,6 +42,8 @@ from flowrt import dtypes as _dt
 from flowrt import errors
 from flowrt.hookspecs import hookimpl
 from flowrt.op_registry import KernelContext, KernelDef, KernelSet, expand_args
+
+from . import cuda_pool, cudnn_conv
 
 __all__ = ["ks", "GPU_OPS", "HOST_OPS", "flowrt_kernel_sets", "gpu_supports"]
 
@@ -255,6 +261,12 @@ def _build() -> None:
         base = std.get((op, "*"))
         if base is None:
             raise RuntimeError(f"cuda kernels: the standard set has no kernel for {op!r}")
+        if op in cudnn_conv.CUDNN_OPS:  # cuDNN where it can, this GEMM kernel otherwise
+            base = KernelDef(base.op, cudnn_conv.conv_factory(op, base.factory),
+                             base.device_type, base.kind, base.expensive, base.host_memory)
+        elif op in cuda_pool.POOL_OPS:  # one CUDA kernel where it can
+            base = KernelDef(base.op, cuda_pool.pool_factory(op, base.factory),
+                             base.device_type, base.kind, base.expensive, base.host_memory)
         ks.kernels.append(_wrap(base, op_defs[op]))
     for op in HOST_OPS:
         ks.kernels.append(_wrap(std[(op, "*")], op_defs[op], on_host=True))
