@@ -626,8 +626,18 @@ def build_flowrt_mlp(tf: Any, device: str, params: list[tuple[np.ndarray, np.nda
             h = tf.matmul(h, w) + b
             if i < len(params) - 1:
                 h = tf.nn.relu(h)
+    return _training_session(tf, g, device, x, y, h, optimizer, lr, config)
+
+
+def _training_session(tf: Any, g: Any, device: str, x: Any, y: Any, logits: Any,
+                      optimizer: str, lr: float, config: Any
+                      ) -> tuple[Any, Any, Any, Any, Any]:
+    """Softmax cross entropy of ``logits`` against ``y``, its SGD or Adam step (under
+    ``device``), and a session with the variables initialised: ``(session, x, y,
+    train_op, loss)``."""
+    with g.as_default(), tf.device(device):
         loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y,
-                                                                          logits=h))
+                                                                          logits=logits))
         opt = (tf.train.AdamOptimizer(lr) if optimizer == "adam"
                else tf.train.GradientDescentOptimizer(lr))
         train = opt.minimize(loss)
@@ -639,6 +649,24 @@ def build_flowrt_mlp(tf: Any, device: str, params: list[tuple[np.ndarray, np.nda
         sess.close()
         raise
     return sess, x, y, train, loss
+
+
+def time_training(row: dict[str, Any], c: Ctx, gpu: bool, build_flowrt: Callable[[], Step],
+                  build_raw: Callable[[], Step], losses: dict[str, list[float]]) -> None:
+    """Build and time both sides of a training row, alternating; record whether the
+    first losses each side's builder left in ``losses`` agree."""
+    a = c.a
+    timed = {}
+    syncs = c.syncs(gpu)
+    for side, build in (("flowrt", build_flowrt), ("raw", build_raw)):
+        t = make_timed(row, side, build, a, max(a.warmup, 5), syncs[side])
+        if t is not None:
+            timed[side] = t
+    if "flowrt" in losses and "raw" in losses:
+        row["values"] = [losses["flowrt"], losses["raw"]]
+        row["agree"] = bool(np.allclose(losses["flowrt"], losses["raw"], rtol=1e-3,
+                                        atol=1e-4))
+    finish_row(row, timed, a.repeats, 1.0)
 
 
 def bench_mlp_train(c: Ctx) -> list[dict[str, Any]]:
@@ -687,17 +715,7 @@ def bench_mlp_train(c: Ctx) -> list[dict[str, Any]]:
             return lambda: r.step(xs, ys)
 
         try:
-            timed = {}
-            syncs = c.syncs(where == "GPU")
-            for side, build in (("flowrt", build_flowrt), ("raw", build_raw)):
-                t = make_timed(row, side, build, a, max(a.warmup, 5), syncs[side])
-                if t is not None:
-                    timed[side] = t
-            if "flowrt" in losses and "raw" in losses:
-                row["values"] = [losses["flowrt"], losses["raw"]]
-                row["agree"] = bool(np.allclose(losses["flowrt"], losses["raw"],
-                                                rtol=1e-3, atol=1e-4))
-            finish_row(row, timed, a.repeats, 1.0)
+            time_training(row, c, where == "GPU", build_flowrt, build_raw, losses)
         finally:
             if sess is not None:
                 sess.close()
@@ -872,19 +890,7 @@ def build_flowrt_cnn(tf: Any, device: str, params: dict[str, np.ndarray], optimi
         h = tf.reshape(h, [-1, 3136])
         h = tf.nn.relu(tf.matmul(h, v["d1"]) + v["b3"])
         logits = tf.matmul(h, v["d2"]) + v["b4"]
-        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y,
-                                                                          logits=logits))
-        opt = (tf.train.AdamOptimizer(lr) if optimizer == "adam"
-               else tf.train.GradientDescentOptimizer(lr))
-        train = opt.minimize(loss)
-        init = tf.global_variables_initializer()
-    sess = tf.Session(graph=g, config=config)
-    try:
-        sess.run(init)
-    except BaseException:
-        sess.close()
-        raise
-    return sess, x, y, train, loss
+    return _training_session(tf, g, device, x, y, logits, optimizer, lr, config)
 
 
 def bench_cnn_train(c: Ctx) -> list[dict[str, Any]]:
@@ -949,17 +955,7 @@ def bench_cnn_train(c: Ctx) -> list[dict[str, Any]]:
             return lambda: raw.step(xs, ys)
 
         try:
-            timed = {}
-            syncs = c.syncs(True)
-            for side, build in (("flowrt", build_flowrt), ("raw", build_raw)):
-                t = make_timed(row, side, build, a, max(a.warmup, 5), syncs[side])
-                if t is not None:
-                    timed[side] = t
-            if "flowrt" in losses and "raw" in losses:
-                row["values"] = [losses["flowrt"], losses["raw"]]
-                row["agree"] = bool(np.allclose(losses["flowrt"], losses["raw"],
-                                                rtol=1e-3, atol=1e-4))
-            finish_row(row, timed, a.repeats, 1.0)
+            time_training(row, c, True, build_flowrt, build_raw, losses)
             if "cudnn_calls_per_step" in row:
                 row.setdefault("warnings" if path == "cuDNN" and
                                row["cudnn_calls_per_step"] < 3 else "notes", []).append(

@@ -220,17 +220,33 @@ def _geometry(geo: _ConvGeometry, h: int, w: int, kh: int, kw: int) -> Any:
     return oh, ow, (pt, pb, pl, pr)
 
 
+def _plan(geo: _ConvGeometry, nchw: bool, in_shape: Any, f_shape: Any,
+          dy_shape: Any = None) -> Any:
+    """``(n, c, fo, kh, kw, oh, ow, pads)`` of a well-formed, non-empty call (with
+    ``dy_shape``, checked against the output shape), or None: the standard kernel then
+    computes it or gives TF's error."""
+    n, h, wd, c = (in_shape[0], in_shape[2], in_shape[3], in_shape[1]) if nchw \
+        else tuple(in_shape)
+    kh, kw, fc, fo = (int(v) for v in f_shape)
+    g3 = _geometry(geo, h, wd, kh, kw) if fc == c else None
+    if g3 is None or 0 in (n, h, wd, c, fo, kh, kw, g3[0], g3[1]):
+        return None
+    oh, ow, pads = g3
+    if dy_shape is not None and \
+            tuple(dy_shape) != ((n, fo, oh, ow) if nchw else (n, oh, ow, fo)):
+        return None
+    return n, c, fo, kh, kw, oh, ow, pads
+
+
 def _fwd(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometry, nchw: bool,
          dt: np.dtype, fallback: Callable[..., Any]) -> Callable[..., Any]:
     def conv2d(x: Any, w: Any) -> Any:
         if x.ndim != 4 or w.ndim != 4 or x.dtype != dt or w.dtype != dt:
             return fallback(x, w)
-        n, h, wd, c = (x.shape[0], x.shape[2], x.shape[3], x.shape[1]) if nchw else x.shape
-        kh, kw, fc, fo = w.shape
-        g3 = _geometry(geo, h, wd, kh, kw) if fc == c else None
-        if g3 is None or 0 in (n, c, fo, kh, kw, g3[0], g3[1]):
+        plan = _plan(geo, nchw, x.shape, w.shape)
+        if plan is None:
             return fallback(x, w)
-        oh, ow, pads = g3
+        n, c, fo, kh, kw, oh, ow, pads = plan
         x = cp.ascontiguousarray(x)
         y = cp.empty((n, fo, oh, ow) if nchw else (n, oh, ow, fo), dtype=dt)
         key = (x.shape, nchw, w.shape)
@@ -263,14 +279,10 @@ def _bwd_input(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometr
                 or dy.dtype != dt or (s < 0).any():
             return fallback(sizes, w, dy)
         shape = tuple(int(v) for v in s)
-        n, h, wd, c = (shape[0], shape[2], shape[3], shape[1]) if nchw else shape
-        kh, kw, fc, fo = w.shape
-        g3 = _geometry(geo, h, wd, kh, kw) if fc == c else None
-        if g3 is None or 0 in (n, h, wd, c, fo, kh, kw, g3[0], g3[1]):
+        plan = _plan(geo, nchw, shape, w.shape, dy.shape)
+        if plan is None:
             return fallback(sizes, w, dy)
-        oh, ow, pads = g3
-        if tuple(dy.shape) != ((n, fo, oh, ow) if nchw else (n, oh, ow, fo)):
-            return fallback(sizes, w, dy)
+        n, c, fo, kh, kw, oh, ow, pads = plan
         dy = cp.ascontiguousarray(dy)
         dx = cp.empty(shape, dtype=dt)
         key = (shape, nchw, w.shape)
@@ -302,14 +314,10 @@ def _bwd_filter(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeomet
         if s.shape != (4,) or x.ndim != 4 or dy.ndim != 4 or x.dtype != dt \
                 or dy.dtype != dt or (s < 0).any():
             return fallback(x, sizes, dy)
-        kh, kw, fc, fo = (int(v) for v in s)
-        n, h, wd, c = (x.shape[0], x.shape[2], x.shape[3], x.shape[1]) if nchw else x.shape
-        g3 = _geometry(geo, h, wd, kh, kw) if fc == c else None
-        if g3 is None or 0 in (n, h, wd, c, fo, kh, kw, g3[0], g3[1]):
+        plan = _plan(geo, nchw, x.shape, s, dy.shape)
+        if plan is None:
             return fallback(x, sizes, dy)
-        oh, ow, pads = g3
-        if tuple(dy.shape) != ((n, fo, oh, ow) if nchw else (n, oh, ow, fo)):
-            return fallback(x, sizes, dy)
+        n, c, fo, kh, kw, oh, ow, pads = plan
         x = cp.ascontiguousarray(x)
         dy = cp.ascontiguousarray(dy)
         dw = cp.empty((fo, kh, kw, c), dtype=dt)  # KRSC
