@@ -231,9 +231,11 @@ _SPLIT_RANGE = 1 << 16
 
 
 def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
-                  arrays: Sequence[Any], scalars: Sequence[Any], n_out: int) -> tuple:
+                  arrays: Sequence[Any], scalars: Sequence[Any], n_out: int,
+                  into: bool = False) -> tuple:
     """``fn(*arrays, *scalars)`` computed over contiguous ranges of the flattened arrays,
-    side by side on the device's intra-op threads, into ``n_out`` new arrays."""
+    side by side on the device's intra-op threads, into ``n_out`` new arrays (``into``:
+    ``fn`` writes its results into the ranges it is given as ``out=``, saving a copy)."""
     xp = ctx.xp
     size = arrays[0].size
     flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
@@ -242,8 +244,11 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
 
     def part(i: int) -> None:
         lo, hi = i * step, min(size, (i + 1) * step)
-        res = fn(*[a[lo:hi] for a in flat], *scalars)
-        for o, r in zip(outs, res):
+        ins = [a[lo:hi] for a in flat]
+        if into:
+            fn(*ins, *scalars, out=[o[lo:hi] for o in outs])
+            return
+        for o, r in zip(outs, fn(*ins, *scalars)):
             o[lo:hi] = r
 
     pmap(part, -(-size // step))
@@ -278,34 +283,43 @@ def _adam_kernel(ctx: Any) -> Any:
     one = _one(ctx)
     nesterov = bool(ctx.attrs.get("use_nesterov", False))
 
+    xp = ctx.xp
+
     def step_of(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any,
-                eps: Any) -> tuple:
-        # TF's expressions in TF's order, written in place into each new array: four
-        # allocations instead of eleven (a fresh large array costs its page faults)
-        m_new = grad - m
+                eps: Any, out: Sequence[Any] | None = None) -> tuple:
+        # TF's expressions in TF's order, written in place: into ``out`` (the new var,
+        # m and v) when given, else into four new arrays instead of eleven (a fresh
+        # large array costs its page faults)
+        if out is None:
+            out = (xp.empty_like(var), xp.empty_like(m), xp.empty_like(v))
+        var_new, m_new, v_new = out
+        xp.subtract(grad, m, out=m_new)
         m_new *= one - b1
         m_new += m
-        v_new = grad * grad
+        xp.multiply(grad, grad, out=v_new)
         v_new -= v
         v_new *= one - b2
         v_new += v
         denom = sqrt(v_new)
         denom += eps
+        step = var_new  # the step, then the new value, in the same memory
         if nesterov:
-            step = grad * (one - b1)
+            xp.multiply(grad, one - b1, out=step)
             step += b1 * m_new
             step *= alpha
         else:
-            step = m_new * alpha
+            xp.multiply(m_new, alpha, out=step)
         step /= denom
-        return var - step, m_new, v_new
+        xp.subtract(var, step, out=var_new)
+        return var_new, m_new, v_new
 
     def update(var: Any, m: Any, v: Any, b1p: Any, b2p: Any, lr: Any, b1: Any, b2: Any,
                eps: Any, grad: Any) -> tuple:
         alpha = lr * sqrt(one - b2p) / (one - b1p)
         if var.size < _SPLIT_SIZE or pmap is None:
             return step_of(var, m, v, grad, alpha, b1, b2, eps)
-        return _split_update(ctx, pmap, step_of, (var, m, v, grad), (alpha, b1, b2, eps), 3)
+        return _split_update(ctx, pmap, step_of, (var, m, v, grad), (alpha, b1, b2, eps), 3,
+                             into=True)
 
     pmap = getattr(ctx.device, "parallel_map", None) if ctx.xp is np else None
     return _make_apply(ctx, ["var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
