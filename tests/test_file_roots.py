@@ -233,3 +233,174 @@ def test_file_policy_rules(tmp_path):
     assert not FilePolicy([]).allows(str(root))
     with pytest.raises(TypeError):
         tf.train.Server({"w": ["127.0.0.1:0"]}, file_roots=str(root), start=False)
+
+
+def test_every_reader_refuses_files_outside(server, dirs):
+    """TextLineReader, WholeFileReader, FixedLengthRecordReader (TFRecordReader above):
+    a file outside, one through ``..`` and one through a symbolic link are refused with
+    the reader's op and the path; the allowed file is read."""
+    root, outside = dirs
+    (root / "lines.txt").write_bytes(b"l1\nl2\n")
+    (outside / "far.txt").write_bytes(b"far\n")
+    refused = [str(outside / "far.txt"), f"{root}/../outside/far.txt",
+               str(root / "out" / "far.txt")]
+    for make, op, first in ((lambda: tf.TextLineReader(), "TextLineReaderV2", b"l1"),
+                            (lambda: tf.WholeFileReader(), "WholeFileReaderV2",
+                             b"l1\nl2\n"),
+                            (lambda: tf.FixedLengthRecordReader(3),
+                             "FixedLengthRecordReaderV2", b"l1\n")):
+        with tf.Graph().as_default():
+            q = tf.FIFOQueue(8, tf.string)
+            fill = q.enqueue_many([refused + [str(root / "lines.txt")]])
+            _key, value = make().read(q)
+            with tf.Session(server.target) as sess:
+                sess.run(fill)
+                for path in refused:
+                    with pytest.raises(tf.errors.PermissionDeniedError) as e:
+                        sess.run(value)
+                    assert path in str(e.value) and op in str(e.value), str(e.value)
+                    assert "far" not in str(e.value).split("may not read")[0]
+                assert sess.run(value) == first
+
+
+def test_match_filenames_once_lists_only_what_is_inside(server, dirs):
+    root, outside = dirs
+    with tf.Graph().as_default():
+        names = tf.train.match_filenames_once(str(root / "*.txt"))
+        with tf.Session(server.target) as sess:
+            sess.run(tf.local_variables_initializer())
+            got = sorted(os.path.basename(n.decode()) for n in sess.run(names))
+    assert "hello.txt" in got and all(n.endswith(".txt") for n in got), got
+    with tf.Graph().as_default():
+        names = tf.train.match_filenames_once(str(outside / "*"))
+        with tf.Session(server.target) as sess:
+            with pytest.raises(tf.errors.PermissionDeniedError) as e:
+                sess.run(tf.local_variables_initializer())
+    assert str(outside) in str(e.value) and "MatchingFiles" in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def python_server(dirs):
+    """A ``tf.train.Server`` of this process restricted to ``root``: file datasets run
+    in the process that built them, so a server process cannot be sent one."""
+    root, _ = dirs
+    s = tf.train.Server({"worker": [f"127.0.0.1:{free_port()}"]}, protocol="grpc",
+                        file_roots=[str(root)])
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _records(target: str, make_ds) -> list[bytes]:  # type: ignore[no-untyped-def]
+    with tf.Graph().as_default():
+        nxt = tf.data.make_one_shot_iterator(make_ds()).get_next()
+        out = []
+        with tf.Session(target) as sess:
+            while True:
+                try:
+                    out.append(sess.run(nxt))
+                except tf.errors.OutOfRangeError:
+                    return out
+
+
+@pytest.mark.parametrize("kind", ["TFRecordDataset", "TextLineDataset",
+                                  "FixedLengthRecordDataset"])
+def test_file_datasets_read_only_inside_the_roots(python_server, dirs, kind):
+    root, outside = dirs
+    name = {"TFRecordDataset": "rec.tfrecord", "TextLineDataset": "rec.txt",
+            "FixedLengthRecordDataset": "rec.bin"}[kind]
+    for d in (root, outside):
+        if kind == "TFRecordDataset":
+            with tf.python_io.TFRecordWriter(str(d / name)) as w:
+                w.write(b"abc")
+        else:
+            (d / name).write_bytes(b"abc\n" if kind == "TextLineDataset" else b"abc")
+    make = {"TFRecordDataset": lambda f: tf.data.TFRecordDataset(f),
+            "TextLineDataset": lambda f: tf.data.TextLineDataset(f),
+            "FixedLengthRecordDataset": lambda f: tf.data.FixedLengthRecordDataset(f, 3)
+            }[kind]
+    inside = str(root / name)
+    assert _records(python_server.target, lambda: make(inside)) == [b"abc"]
+    for path in (str(outside / name), f"{root}/../outside/{name}",
+                 str(root / "out" / name)):
+        with pytest.raises(tf.errors.PermissionDeniedError) as e:
+            _records(python_server.target, lambda: make(path))
+        msg = str(e.value)
+        assert path in msg and f"{kind} in " in msg and "may not read" in msg, msg
+        assert os.path.realpath(root) in msg, msg
+        # through a dataset of names, several files at once, and inside interleave
+        with pytest.raises(tf.errors.PermissionDeniedError):
+            _records(python_server.target, lambda: tf.data.TFRecordDataset(
+                tf.data.Dataset.from_tensor_slices([inside, path]), num_parallel_reads=2))
+        with pytest.raises(tf.errors.PermissionDeniedError):
+            _records(python_server.target, lambda: tf.data.Dataset.from_tensor_slices(
+                [path]).interleave(make, cycle_length=1))
+    # a local session of the same process is not restricted
+    assert _records("", lambda: make(str(outside / name))) == [b"abc"]
+
+
+def test_dataset_ops_that_run_a_whole_dataset_are_checked(python_server, dirs):
+    root, outside = dirs
+    (outside / "one.txt").write_bytes(b"x\n")
+    (root / "one.txt").write_bytes(b"y\n")
+
+    def single(path):  # type: ignore[no-untyped-def]
+        return tf.data.experimental.get_single_element(tf.data.TextLineDataset(path))
+
+    assert _run(python_server.target, lambda: single(str(root / "one.txt"))) == b"y"
+    with pytest.raises(tf.errors.PermissionDeniedError) as e:
+        _run(python_server.target, lambda: single(str(outside / "one.txt")))
+    assert "TextLineDataset in DatasetToSingleElement" in str(e.value)
+    # a TFRecordWriter writing inside the root may not copy a file from outside
+    copy = str(root / "copy.tfrecord")
+    with pytest.raises(tf.errors.PermissionDeniedError) as e:
+        _run(python_server.target, lambda: tf.data.experimental.TFRecordWriter(copy).write(
+            tf.data.TextLineDataset(str(outside / "one.txt"))))
+    assert "TextLineDataset in DatasetToTFRecord" in str(e.value)
+
+
+def test_csv_and_list_files_keep_to_the_roots(python_server, dirs):
+    root, outside = dirs
+    (root / "in.csv").write_bytes(b"1,2\n3,4\n")
+    (outside / "out.csv").write_bytes(b"5,6\n")
+    make = lambda f: tf.data.experimental.CsvDataset(f, [tf.int32, tf.int32])  # noqa: E731
+    got = _records(python_server.target, lambda: make(str(root / "in.csv")))
+    assert [tuple(int(v) for v in r) for r in got] == [(1, 2), (3, 4)]
+    with pytest.raises(tf.errors.PermissionDeniedError) as e:
+        _records(python_server.target, lambda: make(str(outside / "out.csv")))
+    assert "CsvDataset" in str(e.value) and "out.csv" in str(e.value)
+    # list_files names only the files inside; a pattern matching only outside ones
+    # matches nothing, as MatchingFiles does under roots
+    both = str(root.parent / "*" / "*.csv")
+    names = _records(python_server.target,
+                     lambda: tf.data.Dataset.list_files(both, shuffle=False))
+    assert names == [str(root / "in.csv").encode()]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="No files matched"):
+        _records(python_server.target, lambda: tf.data.Dataset.list_files(
+            str(outside / "*.csv"), shuffle=False))
+    # the same patterns in a local session see every file
+    assert len(_records("", lambda: tf.data.Dataset.list_files(both, shuffle=False))) == 2
+
+
+def test_a_restored_iterator_reads_again_only_inside_the_roots(python_server, dirs,
+                                                                tmp_path):
+    root, outside = dirs
+    (outside / "lines.txt").write_bytes(b"a\nb\nc\n")
+    path = str(outside / "lines.txt")
+    with tf.Graph().as_default():
+        it = tf.data.make_initializable_iterator(tf.data.TextLineDataset(path))
+        nxt = it.get_next()
+        saveable = tf.data.experimental.make_saveable_from_iterator(it)
+        tf.add_to_collection(tf.GraphKeys.SAVEABLE_OBJECTS, saveable)
+        saver = tf.train.Saver()
+        prefix = str(root / "iterator_ckpt")  # inside: the checkpoint itself may be read
+        with tf.Session() as sess:  # local: reads outside, saves its position
+            sess.run(it.initializer)
+            assert sess.run(nxt) == b"a"
+            saver.save(sess, prefix)
+        with tf.Session(python_server.target) as sess:
+            # restoring re-reads the elements before the position: refused outside
+            with pytest.raises(tf.errors.PermissionDeniedError) as e:
+                saver.restore(sess, prefix)
+            assert "lines.txt" in str(e.value)

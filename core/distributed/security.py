@@ -34,8 +34,12 @@ from typing import Any, Mapping, Sequence
 
 from ..base import errors
 
-__all__ = ["SecurityConfig", "ADMIN_METHODS", "ENV", "default", "set_default",
-           "make_dev_keys"]
+__all__ = ["SecurityConfig", "ADMIN_METHODS", "ENV", "TLS_SCHEMES", "default",
+           "set_default", "tls_required", "make_dev_keys"]
+
+#: target schemes that mean a transport with TLS required: ``grpcs://`` is grpc whose
+#: every connection uses TLS (grpc:// uses TLS too when the config has a certificate)
+TLS_SCHEMES = {"grpcs": "grpc"}
 
 #: the methods that need the admin token when a server has one
 ADMIN_METHODS = frozenset({"Master/Shutdown", "Master/Reset", "Worker/Shutdown",
@@ -266,6 +270,27 @@ def default() -> SecurityConfig | None:
             _ENV_CACHE.clear()
         _ENV_CACHE[key] = cfg
     return _ENV_CACHE[key]
+
+
+def tls_required(security: Any, target: str) -> SecurityConfig:
+    """``security`` (``"default"``: :func:`default`) when it has TLS material, as a
+    ``grpcs://`` target or server needs; ``target`` names it in the error.
+
+    :raises InvalidArgumentError: naming what is missing (no config, a config without
+        TLS, or TLS variables that name only part of the certificate, key and CA)"""
+    try:
+        sec = default() if security == "default" else security
+    except ValueError as e:  # FLOWRT_TLS_* variables naming part of it, or a bad file
+        raise errors.InvalidArgumentError(None, None, f"{target} means grpc with TLS, "
+                                          f"and its TLS material is incomplete: {e}") from None
+    if sec is not None and sec.tls:
+        return sec
+    have = "no security config" if sec is None else f"a security config without TLS ({sec!r})"
+    raise errors.InvalidArgumentError(
+        None, None, f"{target} means grpc with TLS, but this process has {have}: missing "
+        "a certificate, its key and the cluster's CA (FLOWRT_TLS_CERT, FLOWRT_TLS_KEY, "
+        "FLOWRT_TLS_CA, or SecurityConfig(tls_cert=..., tls_key=..., tls_ca=...); "
+        "`flowrt keys DIR` makes development ones), or use a grpc:// target")
 
 
 # -- development keys (flowrt keys) -----------------------------------------------------

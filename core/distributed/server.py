@@ -64,8 +64,9 @@ class Server:
         and protocol where the arguments leave them out
     :param job_name: this task's job (may be omitted when the cluster has one job)
     :param task_index: this task's index (default 0 when the job has one task)
-    :param protocol: ``"grpc"`` (default), ``"zmq"``, ``"inproc"``, or another
-        transport plugin's scheme
+    :param protocol: ``"grpc"`` (default), ``"grpcs"`` (grpc with TLS required: the
+        security config must have a certificate, else InvalidArgumentError), ``"zmq"``,
+        ``"inproc"``, or another transport plugin's scheme
     :param config: a ``ConfigProto`` for this task's devices and sessions
     :param start: start serving now
     :param runtime: the runtime (default: the process-wide one)
@@ -131,9 +132,12 @@ class Server:
         self.protocol = (protocol or "grpc").lower()
         self.config = config
         self.runtime = runtime or default_runtime()
-        self.transport = self.runtime.transport(self.protocol)
-        self.security = _security.default() if security == "default" else security
         self.address = cluster.task_address(job_name, self.task_index)
+        scheme = _security.TLS_SCHEMES.get(self.protocol)
+        self.transport = self.runtime.transport(scheme or self.protocol)
+        self.security = _security.tls_required(security, f"{self.protocol}://"
+                                               f"{self.address}") if scheme else \
+            _security.default() if security == "default" else security
         # this process's share of the host's cores: the cluster says which tasks are
         # local (with inproc every task is in this process)
         self._budget_token, self.thread_budget = host_budget.serve_task(
@@ -256,6 +260,9 @@ def shutdown_cluster(target: str, reason: str = "", runtime: Any = None,
     if not scheme:
         raise ValueError("shutdown_cluster needs a server target such as grpc://host:port")
     rt = runtime or default_runtime()
+    if scheme in _security.TLS_SCHEMES:  # grpcs://: grpc, with TLS required
+        security = _security.tls_required(security, target)
+        scheme = _security.TLS_SCHEMES[scheme]
     transport = rt.transport(scheme)
     # every master service (a client, or an in-process master) stops its whole cluster
     if isinstance(transport, MessageTransport):

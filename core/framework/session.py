@@ -22,6 +22,7 @@ from .graph import Graph, Operation, Tensor, get_default_graph
 from ..plugin.resources import VarRef
 from ..plugin.runtime import default_runtime
 from ..plugin.transport import parse_target
+from ..distributed import security as _security
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "BaseSession"]
 
@@ -640,6 +641,9 @@ def _master_for(runtime: Any, target: str, config: Any) -> Any:
         return runtime.transport("inproc").master_client("", config=config)
     if scheme != "inproc":
         host_budget.note_remote_client()  # steps run on servers: one BLAS thread here
+    if scheme in _security.TLS_SCHEMES:  # grpcs://: grpc, with TLS required
+        return runtime.transport(_security.TLS_SCHEMES[scheme]).master_client(
+            address, security=_security.tls_required("default", target))
     transport = runtime.transport(scheme)
     return transport.master_client(address)
 

@@ -39,6 +39,7 @@ from ..training.saver import SaveableObject, SaveSpec, Saver, latest_checkpoint
 from .dataset import (SPARSE, Dataset, Env, Flat, TracedFunction, _normalize_input,
                       _sparse_flags, _template, flatten, op_types_shapes, pack_as)
 from .dataset_more import _relax, _rng, _same_nest, map_and_batch
+from .file_datasets import FileCheck, set_file_check
 from .iterator import Iterator as DatasetIterator
 from .iterator import ITERATORS_COLLECTION, _shapes_list, pack_outputs
 
@@ -626,10 +627,13 @@ def parse_state(state: Any) -> tuple[int, int, bool, dict[str, int], list[np.nda
 
 
 def start_from_state(ds: Dataset, args: list[Any], count: int, ended: bool,
-                     seeds: dict[str, int]) -> tuple[Env, Iterator[Flat] | None, int]:
+                     seeds: dict[str, int], check: FileCheck | None = None
+                     ) -> tuple[Env, Iterator[Flat] | None, int]:
     """The environment and generator of ``ds`` started with the saved values and seeds,
-    moved past ``count`` elements; the number actually skipped (fewer at its end)."""
+    moved past ``count`` elements; the number actually skipped (fewer at its end).
+    ``check``: the file check every file read on the way is held to (file roots)."""
     env = Env(dict(zip(ds._inputs(), args)))
+    set_file_check(env, check)
     tree = _tree(ds)
     for k, v in seeds.items():
         if int(k) < len(tree):

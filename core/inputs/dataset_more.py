@@ -35,6 +35,7 @@ from .dataset import (AUTOTUNE, INFINITE_CARDINALITY, SPARSE, UNKNOWN_CARDINALIT
                       _ZipDataset, flatten, op_types_shapes, pack_as, register_dataset,
                       sparse_rows)
 from ..plugin.runtime import require_api
+from .file_datasets import checked_name, file_check
 from .readers import TextLineSource
 
 __all__ = ["list_files", "CsvDataset", "RandomDataset", "Counter", "TFRecordWriter",
@@ -65,6 +66,9 @@ class _ListFilesDataset(Dataset):
         pats = [p.decode() if isinstance(p, bytes) else str(p) for p in
                 np.asarray(env.value(self._patterns), dtype=object).reshape(-1)]
         found = sorted({f for p in pats for f in gfile.glob(p)})
+        check = file_check(env)
+        if check is not None:  # under file roots: only the names inside them, as MatchingFiles
+            found = [f for f in found if _allowed(check, f)]
         if not found:
             raise errors.InvalidArgumentError(
                 None, None, f"assertion failed: [No files matched pattern: "
@@ -74,6 +78,14 @@ class _ListFilesDataset(Dataset):
     def _elements(self, env: Env) -> Iterator[Flat]:
         for f in self._names(env):
             yield (np.array(f.encode(), dtype=object),)
+
+
+def _allowed(check: Any, name: str) -> bool:
+    try:
+        check(name, "ListFiles")
+    except errors.PermissionDeniedError:
+        return False
+    return True
 
 
 def list_files(file_pattern: Any, shuffle: bool | None = None,
@@ -778,7 +790,7 @@ class CsvDataset(Dataset):
                     for d in self._defaults]
         rec = 0
         for name in files:
-            lines = (v for _k, v in source.records(name))
+            lines = (v for _k, v in source.records(checked_name(env, name, "CsvDataset")))
             if self._header:
                 next(lines, None)
             for line in lines:

@@ -7,10 +7,16 @@ Each element is one record, a string scalar. ``filenames`` is a string scalar or
 ``num_parallel_reads`` reads that many files at once and interleaves their records one
 by one in a fixed order (TF's deterministic parallel interleave); otherwise the files are
 read one after another. ``buffer_size`` is accepted and has no effect on the values.
+
+Where the kernel that runs a dataset has file roots to respect (a server's
+``file_roots``), it gives the dataset's environment a check (:func:`set_file_check`),
+and every file name is checked with it before the file is opened
+(:func:`checked_name`): a name outside the roots raises PermissionDeniedError naming
+the dataset, the kernel's op and node, the path and the roots.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -20,7 +26,40 @@ from ..base.tensor_shape import TensorShape
 from .dataset import Dataset, Env
 from .readers import FixedLengthSource, RecordSource, TextLineSource, TFRecordSource
 
-__all__ = ["TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"]
+__all__ = ["TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset",
+           "set_file_check", "file_check", "checked_name"]
+
+#: ``check(path, what, write=False) -> path``: raises PermissionDeniedError for a path
+#: the running kernel's file roots do not allow (``what``: the dataset, for the message)
+FileCheck = Callable[..., str]
+
+
+def set_file_check(env: Env, check: FileCheck | None) -> None:
+    """Make ``check`` the file check of the datasets that run in ``env`` (and in the
+    environments of their functions, made from it); None: no restriction."""
+    env._file_check = check  # type: ignore[attr-defined]  # not a field of Env
+
+
+def file_check(env: Env | None) -> FileCheck | None:
+    """The file check of ``env`` or of the nearest environment it was made from (None:
+    unrestricted)."""
+    while env is not None:
+        check = getattr(env, "_file_check", None)
+        if check is not None:
+            return check
+        env = env.parent
+    return None
+
+
+def checked_name(env: Env | None, name: bytes, what: str) -> bytes:
+    """``name`` (a file name a dataset is about to open) once ``env``'s file check
+    allows reading it.
+
+    :raises errors.PermissionDeniedError: when it lies outside the file roots"""
+    check = file_check(env)
+    if check is not None:
+        check(name.decode("utf-8", "surrogateescape"), what)
+    return name
 
 
 _END = object()
@@ -106,7 +145,9 @@ class _FileDataset(Dataset):
             if cycle <= 0:
                 raise errors.InvalidArgumentError(None, None,
                                                   "num_parallel_reads must be > 0")
-        files = ((v for _k, v in source.records(name)) for name in self._names(env))
+        what = self._transformation
+        files = ((v for _k, v in source.records(checked_name(env, name, what)))
+                 for name in self._names(env))
         for rec in _interleave(files, cycle):
             yield (np.array(rec, dtype=object),)
 

@@ -14,6 +14,7 @@ from flowrt.distributed import rpc as _rpc
 from flowrt.distributed import security as _security
 from flowrt.distributed import server as _server
 from flowrt.distributed.cluster import ClusterSpec, cluster_from_environment
+from flowrt.distributed.security import TLS_SCHEMES
 from flowrt.modeling.cluster_resolver import resolver_by_name
 from flowrt.plugin.runtime import Runtime, default_runtime
 from flowrt.proto.config_pb2 import ConfigProto
@@ -30,7 +31,10 @@ class _Schemes:
     to check, ``--help``), so that ``flowrt inspect`` loads no plugin."""
 
     def _names(self) -> list[str]:
-        return sorted(default_runtime().transports)
+        names = set(default_runtime().transports)
+        # "grpcs": grpc with TLS required (security.TLS_SCHEMES)
+        names.update(alias for alias, base in TLS_SCHEMES.items() if base in names)
+        return sorted(names)
 
     def __contains__(self, scheme: object) -> bool:
         return scheme in self._names()

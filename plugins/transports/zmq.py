@@ -23,7 +23,8 @@ The head frame is a 24-byte little-endian struct followed by variable parts::
     offset size  field
     0      2     magic b"FZ"
     2      1     version (2)
-    3      1     kind: 1 request, 2 reply, 3 error
+    3      1     kind: 1 request, 2 reply, 3 error, 4 probe (server to client, request
+                 id 0, nothing else: clients skip it)
     4      8     request id (u64, chosen by the client, echoed in the reply)
     12     4     number of buffers n (u32)
     16     2     method name length in bytes (u16; 0 in replies)
@@ -67,6 +68,15 @@ drops, the call waiting on it fails within a fraction of a second with Unavailab
 naming the address (after taking a reply that arrived first), and the link is closed
 rather than reused, so a request still queued in it is never replayed to a restarted
 server. A refused connection fails the call the same way; the next call tries afresh.
+A call that times out or is cancelled closes its link too.
+
+A request that runs on a server thread (it may block) is released when its caller goes
+away: every :data:`PROBE_S` seconds (0.5) the server sends each such request's
+connection a probe; once that connection has closed (the client process exited, the
+call timed out or was cancelled and closed its link, or the server's heartbeats found
+the client silent for 2 s) the ROUTER cannot route it, and the request's cancel event
+is set (a receive it waits in ends within 0.25 s, freeing its thread and its
+pending-request slot) and its reply dropped.
 """
 from __future__ import annotations
 
@@ -97,7 +107,7 @@ __all__ = ["ZmqTransport"]
 _log = logging.getLogger(__name__)
 _HEAD = struct.Struct("<2sBBQIHHI")
 _MAGIC, _VERSION = b"FZ", 2
-_REQUEST, _REPLY, _ERROR = 1, 2, 3
+_REQUEST, _REPLY, _ERROR, _PROBE = 1, 2, 3, 4
 #: buffers of at most this many bytes travel in the head frame ...
 INLINE_BYTES = 64 << 10
 #: ... while the head's buffers add up to at most this many
@@ -105,13 +115,35 @@ INLINE_TOTAL = 256 << 10
 #: what a frame may have beyond ``max_message_bytes`` (the head's own fields)
 FRAME_SLACK = 1 << 20
 _ALIGN = 16
+#: what a server sends a caller to see whether its connection is still open
+_PROBE_FRAME = _HEAD.pack(_MAGIC, _VERSION, _PROBE, 0, 0, 0, 0, 0)
 _ZEROS = bytes(_ALIGN)
 #: seconds an idle server thread waits for work before it exits
 IDLE_THREAD_S = float(os.environ.get("FLOWRT_IDLE_THREAD_S", "") or 30.0)
+#: a request running on a handler thread for this long gets its caller's connection
+#: probed, and again every as long, until it is answered (``FLOWRT_ZMQ_PROBE_S``)
+PROBE_S = float(os.environ.get("FLOWRT_ZMQ_PROBE_S", "") or 0.5)
 # plain ints for the options and flags of the hot paths (pyzmq's enum members cost
 # a conversion on every use)
 _EVENTS_OPT, _POLLIN, _RCVMORE = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVMORE)
 _NOBLOCK, _RCVTIMEO, _SNDMORE = int(zmq.NOBLOCK), int(zmq.RCVTIMEO), int(zmq.SNDMORE)
+
+
+class _Gone:
+    """The cancel flag of a request run on a handler thread: set once its caller went
+    away. The part of ``threading.Event`` that receives use (``set``, ``is_set``), at a
+    tenth of its cost to make (one per blocking request)."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
 
 
 class _Refused(Exception):
@@ -543,7 +575,11 @@ class _Server(ServerHandle):
         # guards the socket (any thread may send on it) and the bookkeeping below
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)  # stop() waits for the calls
-        self._inflight: dict[tuple[bytes, int], bool] = {}
+        # requests taken in and not answered yet: True, or for one running on a handler
+        # thread, ``[cancel event, when its caller's connection is next probed]``
+        self._inflight: dict[tuple[bytes, int], Any] = {}
+        self._parked = 0  # how many of them run on handler threads
+        self._next_probe = 0.0
         self._stopping = False
         self._closed = False
         self._stopped = threading.Event()
@@ -563,6 +599,8 @@ class _Server(ServerHandle):
         work = None
         try:
             while work is None:
+                if self._parked and time.monotonic() >= self._next_probe:
+                    self._probe()
                 woken = True
                 while True:  # take in every request waiting
                     with lock:
@@ -629,19 +667,80 @@ class _Server(ServerHandle):
         """Answer a request now when the handler can without blocking; else return what
         a thread of its own must run."""
         dispatch = self._dispatch
+        peer = ident.peer_address() if isinstance(ident, _Ident) else None
         if dispatch is None:
+            self._park(ident, rid, peer)
             return ident, rid, method, functools.partial(self._handler, method, header,
                                                          buffers)
-        request_context(ident.peer_address() if isinstance(ident, _Ident) else None)
+        request_context(peer)
         try:
             r = dispatch(method, header, buffers)
         except Exception as e:  # noqa: BLE001 - reported to the caller
             self._finish(ident, rid, self._failed(method, e, rid), True)
             return None
         if callable(r):
+            self._park(ident, rid, peer)
             return ident, rid, method, r
         self._finish(ident, rid, self._frames(rid, method, r), True)
         return None
+
+    def _park(self, ident: bytes, rid: int, peer: str | None) -> None:
+        """The request ``(ident, rid)`` is about to run on this thread, which may block:
+        give it a cancel event (the handler's receives end once it is set) and have its
+        caller's connection probed while it runs (:meth:`_probe`)."""
+        cancel = _Gone()
+        request_context(peer, cancel)  # type: ignore[arg-type]  # is_set() is all it needs
+        with self._lock:
+            if (ident, rid) in self._inflight:
+                self._inflight[(ident, rid)] = [cancel, time.monotonic() + PROBE_S]
+                self._parked += 1
+
+    def _probe(self) -> None:
+        """Release the requests whose caller has gone: for every request that has run
+        on a handler thread for :data:`PROBE_S` seconds or more, send its caller's
+        connection a probe (a message of kind 4 with request id 0, which clients
+        skip). The ROUTER (``ROUTER_MANDATORY``) refuses to route to a connection that
+        has closed -- the caller's process exited or closed it after its deadline, or
+        the heartbeats found it silent -- and that request's cancel event is set, its
+        reply dropped: a receive waiting for it ends within a quarter of a second and
+        its thread and pending-request slot are free again."""
+        now = time.monotonic()
+        self._next_probe = now + PROBE_S / 2
+        gone: list[tuple[bytes, int]] = []
+        seen: dict[bytes, bool] = {}  # connection -> still there
+        with self._lock:
+            if self._closed:
+                return
+            for key, v in self._inflight.items():
+                if v is True or now < v[1]:
+                    continue
+                ident = key[0]
+                up = seen.get(ident)
+                if up is None:
+                    up = seen[ident] = self._reachable(ident)
+                if up:
+                    v[1] = now + PROBE_S
+                else:
+                    v[0].set()
+                    gone.append(key)
+            for key in gone:
+                del self._inflight[key]
+            self._parked -= len(gone)
+            if gone and not self._inflight and self._stopping:
+                self._drained.notify_all()
+        if gone:
+            _log.info("zmq server %s: released %d request(s) whose caller went away",
+                      self.address, len(gone))
+
+    def _reachable(self, ident: bytes) -> bool:
+        """Whether the connection ``ident`` is still open (sends it a probe; the lock
+        held)."""
+        try:
+            self._sock.send(ident, _NOBLOCK | _SNDMORE)
+            self._sock.send(_PROBE_FRAME, _NOBLOCK)
+        except zmq.ZMQError as e:
+            return e.errno != zmq.EHOSTUNREACH
+        return True
 
     def _send(self, ident: bytes, frames: list[Any]) -> None:
         """Send on the socket (the lock held)."""
@@ -654,11 +753,14 @@ class _Server(ServerHandle):
     def _close_io(self) -> None:
         with self._lock:
             self._closed = True
-            for ident, rid in self._inflight:
+            for (ident, rid), v in self._inflight.items():
                 self._send(ident, _error_frames(rid, errors.UNAVAILABLE,
                                                 f"zmq server {self.address} stopped before "
                                                 "the call finished"))
+                if v is not True:
+                    v[0].set()  # nobody takes its reply any more
             self._inflight.clear()
+            self._parked = 0
             self._drained.notify_all()
             self._mail.close()
             self._sock.linger = 200  # a moment for the replies just sent to go out
@@ -699,8 +801,12 @@ class _Server(ServerHandle):
         """Send a reply now, from the thread that computed it (``leading``: the
         leader, which looks at the socket again next anyway)."""
         with self._lock:
-            if self._inflight.pop((ident, rid), None) is None:
-                return  # stopped meanwhile: the caller has had its error
+            v = self._inflight.pop((ident, rid), None)
+            if v is None:
+                return  # stopped meanwhile (the caller has had its error), or the
+                # caller went away
+            if v is not True:
+                self._parked -= 1
             self._send(ident, frames)
             if not leading and self._sock.getsockopt(_EVENTS_OPT) & _POLLIN:
                 self._mail.put("wake")  # the send may have taken the leader's wake-up
@@ -856,6 +962,11 @@ class _Channel(Channel):
         link = self._checkout()
         try:
             return self._call(link, method, rid, frames, deadline, timeout, cancel)
+        except (errors.DeadlineExceededError, errors.CancelledError):
+            # the server may still run the request: closing the connection (not
+            # reusing it) tells it its caller went away (see _Server._probe)
+            link.dropped = True
+            raise
         except zmq.ZMQError as e:
             link.dropped = True
             raise errors.UnavailableError(None, None, f"zmq call {method!r} to {self.address} "

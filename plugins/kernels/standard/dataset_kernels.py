@@ -26,6 +26,7 @@ from flowrt.framework.tf_record import TFRecordWriter as _RecordWriter
 from flowrt.inputs import dataset_extra, dataset_more
 from flowrt.inputs.dataset import Env, dense_components, lookup_dataset
 from flowrt.inputs.dataset_extra import Optional, OptionalValue
+from flowrt.inputs.file_datasets import FileCheck, set_file_check
 from flowrt.op_registry import OpDef
 from flowrt.plugin.file_policy import check_path
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
@@ -58,10 +59,12 @@ class _IteratorResource:
         self._args: tuple = ()
         self._count = 0
 
-    def reset(self, token: str, args: tuple) -> None:
-        """Start (again) on the dataset named ``token`` with its captured values."""
+    def reset(self, token: str, args: tuple, check: FileCheck | None = None) -> None:
+        """Start (again) on the dataset named ``token`` with its captured values;
+        ``check``: the file check of the kernel's file roots (:func:`_file_check`)."""
         ds = lookup_dataset(token)
         env = Env(dict(zip(ds._inputs(), args)))
+        set_file_check(env, check)
         with self._lock:
             self._close_locked()
             self._env = env
@@ -87,9 +90,10 @@ class _IteratorResource:
                 lookup_dataset(self._token), tokens.index(self._token), self._args,
                 self._count, self._gen is None, self._env)
 
-    def restore_state(self, tokens: list[str], state: Any) -> None:
+    def restore_state(self, tokens: list[str], state: Any,
+                      check: FileCheck | None = None) -> None:
         """Start again at a saved position (its dataset, values, seeds; the elements
-        read are read again)."""
+        read are read again); ``check`` as for :meth:`reset`."""
         index, count, ended, seeds, args = dataset_extra.parse_state(state)
         if not 0 <= index < len(tokens):
             raise errors.InvalidArgumentError(None, None, f"The saved iterator state names "
@@ -103,7 +107,7 @@ class _IteratorResource:
             self._close_locked()
             try:
                 env, gen, done = dataset_extra.start_from_state(ds, args, count, ended,
-                                                                seeds)
+                                                                seeds, check)
             except errors.OpError:
                 raise
             except Exception as e:  # noqa: BLE001 - a Python error in a dataset's code
@@ -357,12 +361,13 @@ def _one_shot_kernel(ctx: Any) -> Any:
     lookup = _make_handle(ctx)
     token = _text(ctx.attrs["dataset"])
     lock = threading.Lock()
+    check = _file_check(ctx)
 
     def compute(*args: Any) -> Any:
         r = lookup()
         with lock:
             if not r._initialized:
-                r.reset(token, args)
+                r.reset(token, args, check)
         return r
 
     return compute
@@ -372,12 +377,28 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def _file_check(ctx: Any) -> FileCheck | None:
+    """The check the file datasets a kernel runs apply to each file before they open
+    it (flowrt.inputs.file_datasets): the kernel's file roots, naming the dataset, the
+    kernel's op and its node; None where every path is allowed."""
+    policy = ctx.file_policy
+    if not policy.restricted:
+        return None
+
+    def check(path: str, what: str, write: bool = False) -> str:
+        return policy.check(path, write=write, node=ctx.node_name,
+                            op=f"{what} in {ctx.op_type}")
+
+    return check
+
+
 @ks.kernel("MakeIterator", device_type="CPU")
 def _make_iterator_kernel(ctx: Any) -> Any:
     token = _text(ctx.attrs["dataset"])
+    check = _file_check(ctx)
 
     def compute(handle: Any, *args: Any) -> None:
-        _resource(handle).reset(token, args)
+        _resource(handle).reset(token, args, check)
 
     return compute
 
@@ -420,9 +441,11 @@ def _from_string_handle_kernel(ctx: Any) -> Any:
     return compute
 
 
-def _run_dataset(token: str, args: tuple) -> tuple[Any, Env]:
+def _run_dataset(token: str, args: tuple, ctx: Any) -> tuple[Any, Env]:
     ds = lookup_dataset(token)
-    return ds, Env(dict(zip(ds._inputs(), args)))
+    env = Env(dict(zip(ds._inputs(), args)))
+    set_file_check(env, _file_check(ctx))
+    return ds, env
 
 
 def _python_errors(e: Exception) -> errors.OpError:
@@ -436,7 +459,7 @@ def _single_element_kernel(ctx: Any) -> Any:
     n = len(types)
 
     def compute(*args: Any) -> Any:
-        ds, env = _run_dataset(token, args)
+        ds, env = _run_dataset(token, args, ctx)
         check = _IteratorResource("single_element", types, shapes)
         try:
             it = ds._elements(env)
@@ -461,7 +484,7 @@ def _cardinality_kernel(ctx: Any) -> Any:
     token = _text(ctx.attrs["dataset"])
 
     def compute(*args: Any) -> Any:
-        ds, env = _run_dataset(token, args)
+        ds, env = _run_dataset(token, args, ctx)
         try:
             return np.int64(dataset_more.count_elements(ds, env))
         finally:
@@ -476,7 +499,7 @@ def _to_tfrecord_kernel(ctx: Any) -> Any:
 
     def compute(filename: Any, compression: Any, *args: Any) -> None:
         path = check_path(ctx, _text(np.asarray(filename, dtype=object).item()), write=True)
-        ds, env = _run_dataset(token, args)
+        ds, env = _run_dataset(token, args, ctx)
         comp = _text(np.asarray(compression, dtype=object).item())
         try:
             with _RecordWriter(path, comp or None) as w:
@@ -559,9 +582,10 @@ def _serialize_state_kernel(ctx: Any) -> Any:
 @ks.kernel("DeserializeIteratorState", device_type="CPU")
 def _deserialize_state_kernel(ctx: Any) -> Any:
     tokens = _tokens(ctx)
+    check = _file_check(ctx)
 
     def compute(handle: Any, state: Any) -> None:
-        _resource(handle).restore_state(tokens, state)
+        _resource(handle).restore_state(tokens, state, check)
 
     return compute
 
