@@ -13,6 +13,8 @@ chunk a fixed time after it arrived (the tasks and the client reach each other t
 them), and loss from a token bucket (``tbf``) with a low rate and a queue of two
 packets on the ps's and the worker's links, which drops what does not fit: real packet
 loss that TCP must repair by retransmitting (the test checks the qdisc dropped some).
+With security on (a cluster token and TLS or CURVE), steps run across the hosts and a
+client without the credentials is refused.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ import time
 from typing import Any
 
 import pytest
+
+from flowrt.distributed.security import ENV as SECURITY_ENV
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(180)
@@ -124,10 +128,12 @@ class Hosts:
         """Take host ``i``'s switch port down (packets are dropped, no reset)."""
         _ip("-n", self.sw, "link", "set", f"p{i}", "down")
 
-    def exec(self, i: int, cmd: list[str], log: pathlib.Path) -> subprocess.Popen:
+    def exec(self, i: int, cmd: list[str], log: pathlib.Path,
+             env: dict[str, str] | None = None) -> subprocess.Popen:
         with open(log, "wb") as f:
             return subprocess.Popen(["ip", "netns", "exec", self.names[i - 1], *cmd],
-                                    stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+                                    stdout=f, stderr=subprocess.STDOUT, cwd=ROOT,
+                                    env=None if env is None else {**os.environ, **env})
 
     def close(self) -> None:
         for p in self.relays:
@@ -242,12 +248,15 @@ while True:
 
 
 def _run_cluster(hosts: Hosts, tmp: pathlib.Path, protocol: str, steps: int,
-                 during: Any = None, size: int = 1, via_relays: bool = False
-                 ) -> dict[str, Any]:
+                 during: Any = None, size: int = 1, via_relays: bool = False,
+                 server_env: dict[str, str] | None = None,
+                 client_env: dict[str, str] | None = None) -> dict[str, Any]:
     """ps on host 1, worker on host 2, a client on host 3 running ``steps`` steps on a
     variable of ``size`` floats; ``during(client_proc, out_path)`` runs while the client
     works. With ``via_relays`` every task, and the client, reaches the others at their
-    relays' addresses (each server still binds its own). Returns the client's record."""
+    relays' addresses (each server still binds its own). ``server_env`` and
+    ``client_env`` are added to the processes' environments (security). Returns the
+    client's record."""
     def reach(i: int) -> str:
         return f"{hosts.relay_addr(i) if via_relays else hosts.addr(i)}:2222"
 
@@ -261,7 +270,7 @@ def _run_cluster(hosts: Hosts, tmp: pathlib.Path, protocol: str, steps: int,
             cfile.write_text(json.dumps(spec))
             p = hosts.exec(i, [sys.executable, "-m", "flowrt.cli", "server", "--cluster",
                                str(cfile), "--job", job, "--task", "0", "--protocol",
-                               protocol], tmp / f"{job}.log")
+                               protocol], tmp / f"{job}.log", server_env)
             procs.append(p)
         for p, job in zip(procs, ("ps", "worker")):
             _wait_text(tmp / f"{job}.log", p, "serving", START_S)
@@ -271,7 +280,7 @@ def _run_cluster(hosts: Hosts, tmp: pathlib.Path, protocol: str, steps: int,
         log = tmp / "client.log"
         target = f"{protocol}://{reach(2)}"
         client = hosts.exec(3, [sys.executable, str(script), target, str(steps), str(out),
-                                str(size)], log)
+                                str(size)], log, client_env)
         procs.append(client)
         if during is not None:
             during(client, out)
@@ -385,3 +394,65 @@ def test_steps_under_packet_loss(hosts, tmp_path, protocol):
           "s; packets dropped", dropped)
     assert rec["error"] is None and rec["value"] == 12.0, rec
     assert dropped > 0, stats
+
+
+#: a client that tries one step without the cluster's credentials
+PLAIN_CLIENT = r"""
+import sys
+import flowrt as tf
+with tf.device("/job:ps/task:0"):
+    v = tf.Variable(1.0)
+try:
+    with tf.Session(sys.argv[1], config=tf.ConfigProto(operation_timeout_in_ms=8000)) as s:
+        s.run(v.initializer)
+    print("RESULT ran")
+except tf.errors.OpError as e:
+    print("RESULT", type(e).__name__)
+"""
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "zmq"])
+def test_security_across_hosts(hosts, tmp_path, protocol):
+    """With the cluster token and TLS (grpc, a certificate naming the hosts' addresses)
+    or CURVE (zmq), steps run across the hosts; a client on another host without the
+    credentials is refused, and the cluster keeps serving."""
+    keys = tmp_path / "keys"
+    args = [sys.executable, "-m", "flowrt.cli", "keys", str(keys)]
+    args += ["--no-curve", "--host", hosts.addr(1), "--host", hosts.addr(2)] \
+        if protocol == "grpc" else ["--no-tls"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    common = {"FLOWRT_TOKEN_FILE": str(keys / "token")}
+    if protocol == "grpc":
+        server = {**common, "FLOWRT_TLS_CERT": str(keys / "server.pem"),
+                  "FLOWRT_TLS_KEY": str(keys / "server.key"),
+                  "FLOWRT_TLS_CA": str(keys / "ca.pem")}
+        client = {**common, "FLOWRT_TLS_CERT": str(keys / "client.pem"),
+                  "FLOWRT_TLS_KEY": str(keys / "client.key"),
+                  "FLOWRT_TLS_CA": str(keys / "ca.pem")}
+    else:
+        curve = keys / "curve"
+        server = {**common, "FLOWRT_CURVE_SECRET_KEY": str(curve / "server.key_secret"),
+                  "FLOWRT_CURVE_SERVER_KEY": str(curve / "server.key"),
+                  "FLOWRT_CURVE_PUBLIC_KEYS": str(curve / "clients")}
+        client = {**common, "FLOWRT_CURVE_SECRET_KEY": str(curve / "client.key_secret"),
+                  "FLOWRT_CURVE_SERVER_KEY": str(curve / "server.key")}
+
+    def intruder(proc: subprocess.Popen, out: pathlib.Path) -> None:
+        # while the secure client steps, a plain one on the same host is refused
+        script = tmp_path / "plain.py"
+        script.write_text(PLAIN_CLIENT)
+        log = tmp_path / "plain.log"
+        plain = hosts.exec(3, [sys.executable, str(script),
+                               f"{protocol}://{hosts.addr(2)}:2222"], log,
+                           {k: "" for k in SECURITY_ENV.values()})
+        plain.wait(START_S + 30)
+        text = log.read_text(errors="replace")
+        assert "RESULT" in text and "RESULT ran" not in text, text
+        assert any(f"RESULT {c}" in text for c in
+                   ("UnauthenticatedError", "UnavailableError", "PermissionDeniedError")), text
+
+    rec = _run_cluster(hosts, tmp_path, protocol, 40, during=intruder,
+                       server_env=server, client_env=client)
+    assert rec["error"] is None and rec["value"] == 40.0, rec
+
