@@ -350,13 +350,14 @@ def test_cli_protocol_lists_are_the_runtimes_transports(
                 cli.main([cmd, "--help"])
             assert ei.value.code == 0
             out = capsys.readouterr().out
-            assert "--protocol {grpc,inproc,loopback,zmq}" in out, out
-            assert "grpc, inproc, loopback, zmq" in " ".join(out.split())
+            # (grpcs: grpc with TLS required, offered wherever grpc is)
+            assert "--protocol {grpc,grpcs,inproc,loopback,zmq}" in out, out
+            assert "grpc, grpcs, inproc, loopback, zmq" in " ".join(out.split())
         with pytest.raises(SystemExit) as ei:
             cli.main(["server", "--protocol", "carrier-pigeon"])
         assert ei.value.code == 2
         err = capsys.readouterr().err
-        assert "invalid choice: 'carrier-pigeon' (choose from 'grpc', 'inproc', " \
-               "'loopback', 'zmq')" in err
+        assert "invalid choice: 'carrier-pigeon' (choose from 'grpc', 'grpcs', " \
+               "'inproc', 'loopback', 'zmq')" in err
     finally:
         set_default_runtime(None)
