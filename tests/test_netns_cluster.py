@@ -187,7 +187,7 @@ with tf.Session(target) as sess:
         took.append(time.monotonic() - t0)
         rec["done"] = i + 1
         rec["last_ok"] = time.time()
-        if i == 29:  # thirty steps across the hosts: the variable on the ps counted them
+        if i == 14:  # fifteen steps across the hosts: the variable on the ps counted them
             rec["step_s"] = statistics.median(took[5:])
             open(out + ".started", "w").write(str(float(sess.run(first))))
     if rec["error"] is None:
@@ -318,16 +318,16 @@ def _netem_reason(hosts: Hosts) -> str | None:
 DELAY_S = 0.02
 
 
-def _cut_after_thirty(hosts: Hosts, cut_at: list[float]) -> Any:
-    """A ``during`` that cuts the ps's link once the client made thirty steps."""
+def _cut_after_fifteen(hosts: Hosts, cut_at: list[float]) -> Any:
+    """A ``during`` that cuts the ps's link once the client made fifteen steps."""
     def cut_ps(client: subprocess.Popen, out: pathlib.Path) -> None:
         started = pathlib.Path(str(out) + ".started")
         deadline = time.monotonic() + START_S
         while not started.exists() or not started.read_text():
-            assert client.poll() is None, "the client ended before its thirtieth step"
+            assert client.poll() is None, "the client ended before its fifteenth step"
             assert time.monotonic() < deadline, "the client made no progress"
             time.sleep(0.02)
-        assert float(started.read_text()) == 30.0
+        assert float(started.read_text()) == 15.0
         cut_at.append(time.time())
         hosts.cut(1)
     return cut_ps
@@ -336,7 +336,7 @@ def _cut_after_thirty(hosts: Hosts, cut_at: list[float]) -> Any:
 @pytest.mark.parametrize("protocol", ["grpc", "zmq"])
 def test_steps_under_delay_then_a_cut_link(hosts, tmp_path, protocol):
     """Every packet between hosts takes DELAY_S more one way: netem on each host's
-    link, else relays on the switch. Thirty steps succeed across the hosts (the ps
+    link, else relays on the switch. Fifteen steps succeed across the hosts (the ps
     counts them). A step needs at least a round trip client-worker and one worker-ps:
     it takes at least 4 delays, and not many more (a staged step makes three round
     trips: 6). Then the ps's link is cut: the next step fails with UnavailableError
@@ -351,10 +351,10 @@ def test_steps_under_delay_then_a_cut_link(hosts, tmp_path, protocol):
             hosts.relay(i, DELAY_S, tmp_path / f"relay{i}.log")
     cut_at: list[float] = []
     rec = _run_cluster(hosts, tmp_path, protocol, 1_000_000,
-                       _cut_after_thirty(hosts, cut_at), via_relays=not netem)
+                       _cut_after_fifteen(hosts, cut_at), via_relays=not netem)
     print(protocol, "netem" if netem else "relays", "median step", round(rec["step_s"], 4),
           "s; failed", round(rec["failed_at"] - cut_at[0], 2), "s after the cut")
-    assert rec["done"] >= 30
+    assert rec["done"] >= 15
     assert 4 * DELAY_S * 0.95 <= rec["step_s"] <= 12 * DELAY_S + 0.1, rec
     assert rec["error"] == "UnavailableError", rec
     assert "ps" in rec["message"], rec
