@@ -9,6 +9,7 @@ dilations and dtypes, and are checked to have gone through cuDNN; ``FLOWRT_CUDNN
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -188,3 +189,141 @@ def test_a_training_step_on_the_gpu_goes_through_cudnn():
     on_gpu = train("/device:GPU:0")
     assert cudnn_conv.stats()["executed"] - before >= 8  # forward + filter grad, 4 steps
     np.testing.assert_allclose(on_gpu, train("/device:CPU:0"), rtol=1e-4)
+
+
+# -- everywhere: the kernels' glue, against a stand-in for the cuDNN frontend ------------
+class _FakeTensor:
+    def __init__(self, name: str, dim=None, stride=None):
+        self.name, self.dim, self.stride, self.output = name, dim, stride, False
+
+    def set_output(self, v):
+        self.output = v
+
+    def set_data_type(self, t):
+        self.dtype = t
+
+    def set_dim(self, d):
+        self.dim = list(d)
+
+    def set_stride(self, s):
+        self.stride = list(s)
+
+
+class _FakeGraph:
+    """Records what the kernel builds and binds; ``execute`` checks every bound array
+    has the dims and strides its tensor was declared with, and fills the output with a
+    marker value."""
+    executed: list = []
+
+    def __init__(self, **kw):
+        self.kw, self.node = kw, None
+
+    def tensor(self, name, dim, stride, data_type):
+        return _FakeTensor(name, list(dim), list(stride))
+
+    def _node(self, kind, a, b, name, **conv):
+        self.node = (kind, a, b, conv)
+        return _FakeTensor(name)
+
+    def conv_fprop(self, image, weight, name, **conv):
+        return self._node("fprop", image, weight, name, **conv)
+
+    def conv_dgrad(self, loss, filter, name, **conv):  # noqa: A002 - cuDNN's names
+        return self._node("dgrad", loss, filter, name, **conv)
+
+    def conv_wgrad(self, image, loss, name, **conv):
+        return self._node("wgrad", image, loss, name, **conv)
+
+    def validate(self):
+        pass
+
+    build_operation_graph = check_support = build_plans = validate
+
+    def create_execution_plans(self, modes):
+        pass
+
+    def deselect_numeric_notes(self, notes):
+        self.deselected = notes
+
+    def get_workspace_size(self):
+        return 64
+
+    def execute(self, ptrs, ws, handle):
+        arrays = {t: _FakeCp.by_ptr[p] for t, p in ptrs.items()}
+        for t, a in arrays.items():
+            # the array read as channels-first or as channels-last (NHWC data, KRSC
+            # filters): one of them must be what the tensor declares
+            views = [([a.shape[i] for i in order], cudnn_conv._nchw_strides(a, first))
+                     for order, first in (((0, 1, 2, 3), True), ((0, 3, 1, 2), False))]
+            assert (t.dim, t.stride) in [tuple(v) for v in views], \
+                (t.name, a.shape, a.strides, t.dim, t.stride)
+            if t.output:
+                a[...] = 7
+        _FakeGraph.executed.append(self.node[0])
+
+
+class _FakeCp:
+    """numpy, with CuPy's ``cuda.get_current_stream`` and array pointers."""
+    by_ptr: dict = {}
+    ascontiguousarray, empty, uint8 = np.ascontiguousarray, np.empty, np.uint8
+    cuda = SimpleNamespace(get_current_stream=lambda: SimpleNamespace(ptr=5))
+
+
+def _fake_cudnn():
+    names = SimpleNamespace(HALF="h", FLOAT="f", BFLOAT16="b")
+    return SimpleNamespace(data_type=names, pygraph=_FakeGraph,
+                           heur_mode=SimpleNamespace(A=1, FALLBACK=2),
+                           numerical_note=SimpleNamespace(TENSOR_CORE=1,
+                                                          DOWN_CONVERT_INPUTS=2),
+                           create_handle=lambda: object(), set_stream=lambda h, s: None)
+
+
+@pytest.fixture
+def fake_cudnn(monkeypatch):
+    fake = _fake_cudnn()
+    monkeypatch.setattr(cudnn_conv, "_load", lambda: fake)
+    monkeypatch.setattr(cudnn_conv, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(cudnn_conv, "_handles", {})
+
+    def pointer(a):
+        _FakeCp.by_ptr[a.ctypes.data] = a
+        return a.ctypes.data
+
+    monkeypatch.setattr(cudnn_conv, "_pointer", pointer)
+    _FakeGraph.executed.clear()
+    return fake
+
+
+def _kernel(op, fmt, fallback):
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "data_format": fmt,
+             "dilations": [1, 1, 1, 1], "use_cudnn_on_gpu": True}
+    ctx = SimpleNamespace(attrs=attrs, op_type=op, output_dtypes=[tf.float32],
+                          device=SimpleNamespace(xp=_FakeCp, physical=0))
+    return cudnn_conv.conv_factory(op, lambda c: fallback)(ctx)
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_the_kernels_bind_arrays_as_declared_and_fall_back_on_bad_calls(fake_cudnn, fmt):
+    nchw = fmt == "NCHW"
+
+    def layout(n, h, w, c):
+        return (n, c, h, w) if nchw else (n, h, w, c)
+
+    fell = []
+    fallback = lambda *a: fell.append(a) or "fallback"  # noqa: E731
+    x = np.ones(layout(2, 6, 5, 3), np.float32)
+    w = np.ones((3, 3, 3, 4), np.float32)
+    dy = np.ones(layout(2, 6, 5, 4), np.float32)
+    y = _kernel("Conv2D", fmt, fallback)(x, w)
+    assert y.shape == layout(2, 6, 5, 4) and (y == 7).all()
+    dx = _kernel("Conv2DBackpropInput", fmt, fallback)(np.array(x.shape, np.int32), w, dy)
+    assert dx.shape == x.shape and (dx == 7).all()
+    dw = _kernel("Conv2DBackpropFilter", fmt, fallback)(x, np.array(w.shape, np.int32), dy)
+    assert dw.shape == w.shape and (dw == 7).all()  # back in TF's HWIO
+    assert _FakeGraph.executed == ["fprop", "dgrad", "wgrad"] and not fell
+    # a depth mismatch, an empty batch and float64 are the standard kernel's
+    assert _kernel("Conv2D", fmt, fallback)(x, np.ones((3, 3, 2, 4), np.float32)) == \
+        "fallback"
+    assert _kernel("Conv2D", fmt, fallback)(x[:0], w) == "fallback"
+    assert _kernel("Conv2D", fmt, fallback)(x.astype(np.float64), w) == "fallback"
+    assert len(fell) == 3 and _FakeGraph.executed == ["fprop", "dgrad", "wgrad"]

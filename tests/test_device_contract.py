@@ -20,6 +20,7 @@ import pytest
 import flowrt as tf
 from flowrt import errors
 from flowrt.device import Device, DeviceType, host_array, takes_host_arrays
+from flowrt.graph import apply_op
 from flowrt.op_registry import KernelSet
 from flowrt.plugin.resources import VarRef
 from flowrt.runtime import Runtime
@@ -187,6 +188,25 @@ def test_feed_kernel_fetch_on_the_device(rt: Runtime, counts: Counts) -> None:
         out2 = sess.run(y, {x: np.array([0.0, 1.0, 0.0], np.float32)})
         np.testing.assert_array_equal(out2, [0.0, 3.0, 0.0])
         assert (counts.from_host - before[0], counts.to_host - before[1]) == (1, 1)
+
+
+def test_strings_cross_devices_in_host_memory(rt: Runtime, counts: Counts) -> None:
+    """A string ``Switch`` placed on the device (as a ``cond``'s is): its input comes over
+    from the CPU and its output goes back, both left in host memory (TF's HostMemory),
+    never through the device's copies."""
+    g = tf.Graph(runtime=rt)
+    with g.as_default():
+        s = tf.constant(["a", "bc"], name="s")
+        p = tf.constant(True, name="p")
+        with tf.device(EMU):
+            _, taken = apply_op("Switch", name="sw", data=s, pred=p)
+        out = tf.identity(taken, name="back_on_cpu")
+    with tf.Session(graph=g) as sess:
+        where = sess.placement(out)
+        assert where["sw"].endswith("EMU:0") and where["s"].endswith("CPU:0")
+        before = (counts.from_host, counts.to_host)
+        assert sess.run(out).tolist() == [b"a", b"bc"]
+        assert counts.to_host == before[1]  # the strings never went through the device
 
 
 def test_a_feed_on_the_cpu_reaches_the_device_through_a_copy(rt: Runtime,

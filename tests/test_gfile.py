@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 
 import flowrt as tf
 from flowrt import errors
+
+from _unprivileged import as_unprivileged
 
 
 def test_both_namespaces_publish_every_name() -> None:
@@ -260,16 +263,20 @@ def test_rmtree(tmp_path: pathlib.Path) -> None:
     assert not f.exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
-def test_permission_denied(tmp_path: pathlib.Path) -> None:
-    p = tmp_path / "locked"
-    p.write_text("secret")
-    p.chmod(0)
-    try:
-        with pytest.raises(errors.PermissionDeniedError, match="locked; Permission denied"):
-            tf.gfile.GFile(str(p)).read()
-    finally:
-        p.chmod(0o600)
+def test_permission_denied() -> None:
+    # a directory anyone may enter: as root, the check runs as nobody
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)
+        p = pathlib.Path(d) / "locked"
+        p.write_text("secret")
+        p.chmod(0)
+
+        def check() -> None:
+            with pytest.raises(errors.PermissionDeniedError,
+                               match="locked; Permission denied"):
+                tf.gfile.GFile(str(p)).read()
+
+        as_unprivileged(check)
 
 
 def test_file_helpers(tmp_path: pathlib.Path) -> None:

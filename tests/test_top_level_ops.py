@@ -5,6 +5,7 @@ temporary directory, the type specs and CriticalSection's mutual exclusion."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 
@@ -15,6 +16,8 @@ from hypothesis.extra import numpy as hnp
 
 import flowrt as tf
 from flowrt import errors
+
+from _unprivileged import as_unprivileged
 
 
 def run(build, feeds=None):
@@ -346,16 +349,22 @@ def test_file_errors_name_the_file(tmp_path):
         run(lambda: tf.read_file(str(tmp_path)))
     with pytest.raises(errors.FailedPreconditionError, match="Is a directory"):
         run(lambda: tf.write_file(str(tmp_path), "x"))
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    os.chmod(locked, 0o500)
-    try:
-        if os.access(str(locked), os.W_OK):
-            pytest.skip("running as a user who can write anywhere")
-        with pytest.raises(errors.PermissionDeniedError, match="locked"):
-            run(lambda: tf.write_file(str(locked / "f"), "x"))
-    finally:
-        os.chmod(locked, 0o700)
+    # a directory anyone may enter but no one may write to: as root, the check runs as
+    # nobody (root ignores permissions)
+    with tempfile.TemporaryDirectory() as d:
+        locked = os.path.join(d, "locked")
+        os.mkdir(locked)
+        os.chmod(d, 0o755)
+        os.chmod(locked, 0o555)
+
+        def check():
+            with pytest.raises(errors.PermissionDeniedError, match="locked"):
+                run(lambda: tf.write_file(os.path.join(locked, "f"), "x"))
+
+        try:
+            as_unprivileged(check)
+        finally:
+            os.chmod(locked, 0o700)
     with pytest.raises(ValueError, match="rank 0"):
         static(lambda: tf.read_file(["a", "b"]))
     with pytest.raises(ValueError, match="at most rank 1"):

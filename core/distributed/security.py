@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 from ..base import errors
 
 __all__ = ["SecurityConfig", "ADMIN_METHODS", "ENV", "TLS_SCHEMES", "default",
-           "set_default", "tls_required", "make_dev_keys"]
+           "set_default", "transport_scheme", "tls_required", "make_dev_keys"]
 
 #: target schemes that mean a transport with TLS required: ``grpcs://`` is grpc whose
 #: every connection uses TLS (grpc:// uses TLS too when the config has a certificate)
@@ -270,6 +270,16 @@ def default() -> SecurityConfig | None:
             _ENV_CACHE.clear()
         _ENV_CACHE[key] = cfg
     return _ENV_CACHE[key]
+
+
+def transport_scheme(scheme: str, security: Any, target: str) -> tuple[str, Any]:
+    """The transport a target's ``scheme`` names and the security its calls use:
+    ``grpcs`` is the grpc transport with TLS required (:func:`tls_required`); any other
+    scheme is itself, with ``security`` as given."""
+    base = TLS_SCHEMES.get(scheme)
+    if base is None:
+        return scheme, security
+    return base, tls_required(security, target)
 
 
 def tls_required(security: Any, target: str) -> SecurityConfig:

@@ -133,11 +133,10 @@ class Server:
         self.config = config
         self.runtime = runtime or default_runtime()
         self.address = cluster.task_address(job_name, self.task_index)
-        scheme = _security.TLS_SCHEMES.get(self.protocol)
-        self.transport = self.runtime.transport(scheme or self.protocol)
-        self.security = _security.tls_required(security, f"{self.protocol}://"
-                                               f"{self.address}") if scheme else \
-            _security.default() if security == "default" else security
+        scheme, security = _security.transport_scheme(
+            self.protocol, security, f"{self.protocol}://{self.address}")
+        self.transport = self.runtime.transport(scheme)
+        self.security = _security.default() if security == "default" else security
         # this process's share of the host's cores: the cluster says which tasks are
         # local (with inproc every task is in this process)
         self._budget_token, self.thread_budget = host_budget.serve_task(
@@ -260,9 +259,7 @@ def shutdown_cluster(target: str, reason: str = "", runtime: Any = None,
     if not scheme:
         raise ValueError("shutdown_cluster needs a server target such as grpc://host:port")
     rt = runtime or default_runtime()
-    if scheme in _security.TLS_SCHEMES:  # grpcs://: grpc, with TLS required
-        security = _security.tls_required(security, target)
-        scheme = _security.TLS_SCHEMES[scheme]
+    scheme, security = _security.transport_scheme(scheme, security, target)
     transport = rt.transport(scheme)
     # every master service (a client, or an in-process master) stops its whole cluster
     if isinstance(transport, MessageTransport):

@@ -138,6 +138,12 @@ def _send_kernel(ctx: Any) -> Any:
     return send
 
 
+def _host_only(value: Any) -> bool:
+    """Whether ``value`` is a host array of strings or objects, which no device copies
+    (a string ``Switch`` of a ``cond`` placed on a GPU passes it on in host memory)."""
+    return type(value) is np.ndarray and value.dtype.kind in "OSU"
+
+
 @ks.kernel("_Recv", kind="async", all_devices=True)
 def _recv_kernel(ctx: Any) -> Any:
     """The ``_Recv`` kernel: an async compute that waits on the step's rendezvous for
@@ -154,8 +160,9 @@ def _recv_kernel(ctx: Any) -> Any:
                 return
             value, src = item
             try:
-                # copies between device types go through the device plugins
-                done(value if src is device or value is DEAD else
+                # copies between device types go through the device plugins; strings
+                # and objects stay in host memory on every device (TF's HostMemory)
+                done(value if src is device or value is DEAD or _host_only(value) else
                      device.copy_from(value, src))
             except Exception as e:  # noqa: BLE001 - reported as the node's error
                 done(None, e)

@@ -642,10 +642,9 @@ def _master_for(runtime: Any, target: str, config: Any) -> Any:
     if scheme != "inproc":
         host_budget.note_remote_client()  # steps run on servers: one BLAS thread here
     if scheme in _security.TLS_SCHEMES:  # grpcs://: grpc, with TLS required
-        return runtime.transport(_security.TLS_SCHEMES[scheme]).master_client(
-            address, security=_security.tls_required("default", target))
-    transport = runtime.transport(scheme)
-    return transport.master_client(address)
+        scheme, security = _security.transport_scheme(scheme, "default", target)
+        return runtime.transport(scheme).master_client(address, security=security)
+    return runtime.transport(scheme).master_client(address)
 
 
 def _fill_step_stats(md: Any, stats: list[Any], t_start: float, p0: float) -> None:

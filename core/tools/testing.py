@@ -43,7 +43,7 @@ from ..base import dtypes as _dt
 from ..base import errors
 from ..base.device_spec import canonical_device, canonical_type
 from ..base.tensor_shape import TensorShape, as_shape, unknown_shape
-from ..distributed.security import TLS_SCHEMES
+from ..distributed.security import transport_scheme
 from ..distributed.server import Server
 from ..engine.executor import Executor, SessionState, StepContext
 from ..engine.ir import extract_step_graph
@@ -1279,7 +1279,7 @@ class ClusterConformance:
             tf.Session.reset(self.target(), containers)
             return
         scheme, addr = parse_target(self.target())
-        scheme = TLS_SCHEMES.get(scheme, scheme)  # grpcs: the grpc transport, with TLS
+        scheme, _ = transport_scheme(scheme, "default", self.target())  # grpcs: TLS
         client = self.runtime.transport(scheme).master_client(addr)
         try:
             client.reset(containers)

@@ -298,10 +298,6 @@ class CUDADevice(Device):
         copy on this device's compute stream, after the source's queued work. From any
         other device type: through the host."""
         if not isinstance(value, self._cp.ndarray):
-            if getattr(value, "dtype", None) is not None and value.dtype.kind in "OSU":
-                # strings and objects (a string Switch in a cond) stay in host memory on
-                # a GPU, as TF's HostMemory kernels keep them
-                return value
             return self.from_host(value)  # a host array, whichever device sent it
         if isinstance(src, CUDADevice):
             if src.physical == self.physical:

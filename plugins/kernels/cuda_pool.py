@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from flowrt.plugins.kernels.standard.nn_ops import _windowed_size
+
 __all__ = ["POOL_OPS", "pool_factory"]
 
 #: the ops with a single-kernel GPU path
@@ -108,20 +110,19 @@ class _Pool:
         self.padding = attrs.get("padding")
 
     def out_geometry(self, h: int, w: int) -> tuple[int, int, int, int] | None:
-        """(oh, ow, pad top, pad left) as TF computes them, or None."""
-        if self.padding == "VALID":
-            oh = (h - self.kh) // self.sh + 1 if h >= self.kh else 0
-            ow = (w - self.kw) // self.sw + 1 if w >= self.kw else 0
-            return oh, ow, 0, 0
-        if self.padding == "SAME":
-            oh, ow = -(-h // self.sh), -(-w // self.sw)
-            pt = max((oh - 1) * self.sh + self.kh - h, 0) // 2
-            pl = max((ow - 1) * self.sw + self.kw - w, 0) // 2
-            return oh, ow, pt, pl
-        return None
+        """(oh, ow, pad top, pad left) as TF computes them, or None (the standard kernel
+        then gives TF's error)."""
+        if self.padding not in ("SAME", "VALID"):
+            return None
+        try:
+            oh, pt, _ = _windowed_size(h, self.kh, self.sh, self.padding)
+            ow, pl, _ = _windowed_size(w, self.kw, self.sw, self.padding)
+        except ValueError:
+            return None
+        return oh, ow, pt, pl
 
 
-def _launch(cp: Any, kern: Any, total: int, args: tuple) -> None:
+def _launch(kern: Any, total: int, args: tuple) -> None:
     block = 256
     kern(((total + block - 1) // block,), (block,), args)
 
@@ -171,7 +172,7 @@ def pool_factory(op: str, fallback_factory: Callable[[Any], Callable[..., Any]]
             n, _, _, c, (oh, ow, _, _) = geo
             y = cp.empty(shape_of(n, oh, ow, c), dtype=dt)
             total, a = args(x, y, y, geo, y)
-            _launch(cp, kern, total, a)
+            _launch(kern, total, a)
             return y
 
         def max_pool_grad(x: Any, y: Any, dy: Any) -> Any:
@@ -185,7 +186,7 @@ def pool_factory(op: str, fallback_factory: Callable[[Any], Callable[..., Any]]
             x = cp.ascontiguousarray(x)
             dx = cp.zeros(x.shape, dtype=dt)  # same layout as x: x's strides index it
             total, a = args(x, dy, dx, geo, dy)
-            _launch(cp, kern, total, a)
+            _launch(kern, total, a)
             return dx
 
         return max_pool if op == "MaxPool" else max_pool_grad

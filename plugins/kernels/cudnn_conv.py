@@ -104,15 +104,17 @@ def _nchw_dims(shape: Any, nchw: bool) -> list[int]:
 class _Graphs:
     """The cuDNN graphs of one node, one per input shape (None: cuDNN has no engine)."""
 
-    def __init__(self, cudnn: Any, op: str, geo: _ConvGeometry, dtype: np.dtype):
-        self.cudnn, self.op, self.geo = cudnn, op, geo
+    def __init__(self, cudnn: Any, cp: Any, handle: Any, op: str, geo: _ConvGeometry,
+                 dtype: np.dtype):
+        self.cudnn, self.cp, self.handle, self.op, self.geo = cudnn, cp, handle, op, geo
+        self.dtype = dtype
         self.io = getattr(cudnn.data_type, _DTYPES[dtype.name])
         self.tf32 = os.environ.get("CUPY_TF32", "0") == "1"
         self.fp32 = dtype.name == "float32"
         self.cache: dict[tuple, Any] = {}
 
     def get(self, key: tuple, make: Callable[[Any], tuple]) -> Any:
-        """The built graph for ``key``: ``(graph, tensors, workspace bytes)`` or None."""
+        """The built graph for ``key``: ``(graph, tensors, workspace)`` or None."""
         try:
             return self.cache[key]
         except KeyError:
@@ -185,29 +187,31 @@ def conv_factory(op: str, fallback_factory: Callable[[Any], Callable[..., Any]]
                 or unavailable_reason() is not None:
             return fallback
         cudnn = _load()
-        geo = _ConvGeometry(ctx)
-        cp = ctx.device.xp
-        physical = getattr(ctx.device, "physical", 0)
-        graphs = _Graphs(cudnn, op, geo, dt)
-        graphs.cp = cp
         with _lock:
-            graphs.handle = _handle(cudnn, physical)
-        nchw = geo.nchw
-        run = _RUNNERS[op]
-        return run(ctx, cp, cudnn, graphs, geo, nchw, dt, fallback)
+            handle = _handle(cudnn, getattr(ctx.device, "physical", 0))
+        graphs = _Graphs(cudnn, ctx.device.xp, handle, op, _ConvGeometry(ctx), dt)
+        return _RUNNERS[op](graphs, fallback)
 
     return factory
 
 
-def _execute(cp: Any, graphs: _Graphs, built: Any, ptrs: dict) -> None:
+def _pointer(a: Any) -> int:
+    """The device address of a CuPy array (what cuDNN's variant pack takes)."""
+    return a.data.ptr
+
+
+def _execute(graphs: _Graphs, built: Any, arrays: dict) -> None:
+    """Queue the graph ``built`` on the current stream with ``arrays`` (graph tensor ->
+    array) bound to its tensors."""
     g, _, ws = built
-    stream = cp.cuda.get_current_stream().ptr
+    ptrs = {t: _pointer(a) for t, a in arrays.items()}
+    stream = graphs.cp.cuda.get_current_stream().ptr
     handle = graphs.handle
     with _lock:
         if _streams.get(id(handle)) != stream:  # cudnnSetStream is not free: on change only
             graphs.cudnn.set_stream(handle, stream)
             _streams[id(handle)] = stream
-        g.execute(ptrs, ws.data.ptr, handle=handle)
+        g.execute(ptrs, _pointer(ws), handle=handle)
         _counts["executed"] += 1
 
 
@@ -238,8 +242,10 @@ def _plan(geo: _ConvGeometry, nchw: bool, in_shape: Any, f_shape: Any,
     return n, c, fo, kh, kw, oh, ow, pads
 
 
-def _fwd(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometry, nchw: bool,
-         dt: np.dtype, fallback: Callable[..., Any]) -> Callable[..., Any]:
+def _fwd(graphs: _Graphs, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    cp, geo, dt = graphs.cp, graphs.geo, graphs.dtype
+    nchw = geo.nchw
+
     def conv2d(x: Any, w: Any) -> Any:
         if x.ndim != 4 or w.ndim != 4 or x.dtype != dt or w.dtype != dt:
             return fallback(x, w)
@@ -265,14 +271,16 @@ def _fwd(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometry, nch
             return fallback(x, w)
         X, W, Y = built[1]
         wk = _filter_krsc(cp, w)
-        _execute(cp, graphs, built, {X: x.data.ptr, W: wk.data.ptr, Y: y.data.ptr})
+        _execute(graphs, built, {X: x, W: wk, Y: y})
         return y
 
     return conv2d
 
 
-def _bwd_input(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometry,
-               nchw: bool, dt: np.dtype, fallback: Callable[..., Any]) -> Callable[..., Any]:
+def _bwd_input(graphs: _Graphs, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    cp, geo, dt = graphs.cp, graphs.geo, graphs.dtype
+    nchw = geo.nchw
+
     def conv2d_backprop_input(sizes: Any, w: Any, dy: Any) -> Any:
         s = np.asarray(sizes)
         if s.shape != (4,) or w.ndim != 4 or dy.ndim != 4 or w.dtype != dt \
@@ -301,14 +309,16 @@ def _bwd_input(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometr
             return fallback(sizes, w, dy)
         DY, W, DX = built[1]
         wk = _filter_krsc(cp, w)
-        _execute(cp, graphs, built, {DY: dy.data.ptr, W: wk.data.ptr, DX: dx.data.ptr})
+        _execute(graphs, built, {DY: dy, W: wk, DX: dx})
         return dx
 
     return conv2d_backprop_input
 
 
-def _bwd_filter(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeometry,
-                nchw: bool, dt: np.dtype, fallback: Callable[..., Any]) -> Callable[..., Any]:
+def _bwd_filter(graphs: _Graphs, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    cp, geo, dt = graphs.cp, graphs.geo, graphs.dtype
+    nchw = geo.nchw
+
     def conv2d_backprop_filter(x: Any, sizes: Any, dy: Any) -> Any:
         s = np.asarray(sizes)
         if s.shape != (4,) or x.ndim != 4 or dy.ndim != 4 or x.dtype != dt \
@@ -321,7 +331,7 @@ def _bwd_filter(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeomet
         x = cp.ascontiguousarray(x)
         dy = cp.ascontiguousarray(dy)
         dw = cp.empty((fo, kh, kw, c), dtype=dt)  # KRSC
-        key = (x.shape, nchw, (kh, kw, fc, fo))
+        key = (x.shape, nchw, (kh, kw, c, fo))
 
         def make(g: Any) -> tuple:
             X = g.tensor(name="X", dim=_nchw_dims(x.shape, nchw),
@@ -337,7 +347,7 @@ def _bwd_filter(ctx: Any, cp: Any, cudnn: Any, graphs: _Graphs, geo: _ConvGeomet
         if built is None:
             return fallback(x, sizes, dy)
         X, DY, DW = built[1]
-        _execute(cp, graphs, built, {X: x.data.ptr, DY: dy.data.ptr, DW: dw.data.ptr})
+        _execute(graphs, built, {X: x, DY: dy, DW: dw})
         return cp.ascontiguousarray(dw.transpose(1, 2, 3, 0))
 
     return conv2d_backprop_filter
