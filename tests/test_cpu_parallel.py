@@ -102,8 +102,9 @@ def test_blas_single_threaded_regions_nest_and_restore():
 def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monkeypatch):
     """Conv2D and both gradients, computed in batch chunks over the intra-op threads
     (a small CHUNK_BYTES forces several), equal the float64 result computed whole."""
-    from flowrt.plugins.kernels.standard import nn_ops
-    monkeypatch.setattr(nn_ops, "CHUNK_BYTES", 64 << 10)
+    from flowrt.plugins.kernels.standard import nn_conv_rows
+    monkeypatch.setattr(nn_conv_rows, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(nn_conv_rows, "ROW_CHUNK_BYTES", 4 << 10)
     old = cpu.intra_op_threads()
     cpu.set_intra_op_threads(threads)
     try:

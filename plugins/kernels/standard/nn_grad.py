@@ -28,6 +28,7 @@ from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from ._common import host_reader
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
+from . import nn_conv_rows as _rows
 from .nn_ops import batch_parts, window_patches
 from .nn_ops import (_SELU_ALPHA, _SELU_SCALE, _check_conv_attrs, _convert_padding,
                      _deprecated_lookup, _explicit_pads, _float_compute_dtype, _get_sequence,
@@ -500,6 +501,14 @@ def _conv2d_backprop_input_kernel(ctx: Any) -> Callable:
         geo.check_out_backprop(dy.shape, (n, oh, ow, fo))
         if n * h * wd * c == 0 or dy.size == 0 or kh * kw == 0:
             return geo.from_nhwc(xp, xp.zeros((n, h, wd, c), dtype=out_dt))
+        if geo.sh == 1 and geo.sw == 1:
+            # stride 1: the forward convolution of dy with the flipped filter
+            rows = _rows.input_grad_geometry(h, wd, c, kh, kw, oh, ow, pt, pl, geo.dh,
+                                             geo.dw, fo)
+            if rows is not None and _rows.usable(xp, rows):
+                wf = _rows.flipped_filter(w.astype(cdt, copy=False))
+                dx = _rows.forward(ctx, dy.astype(cdt, copy=False), wf, rows, out_dt)
+                return geo.from_nhwc(xp, dx)
         # one GEMM per window offset (a batched matmul), each giving that offset's
         # contribution as a contiguous (n, oh, ow, c) block: adding those into the padded
         # input gradient reads contiguously (col2im over a (n, oh, ow, kh*kw, c) result
@@ -546,6 +555,12 @@ def _conv2d_backprop_filter_kernel(ctx: Any) -> Callable:
         geo.check_out_backprop(dy.shape, (n, oh, ow, fo))
         if dy.size == 0 or x.size == 0 or kh * kw * fc * fo == 0:
             return xp.zeros((kh, kw, fc, fo), dtype=out_dt)
+        rows = _rows.RowGeometry(h, wd, c, kh, kw, oh, ow, pt, pl, geo.sh, geo.sw, geo.dh,
+                                 geo.dw)
+        if _rows.usable(xp, rows):
+            dw = _rows.filter_grad(ctx, x.astype(cdt, copy=False),
+                                   dy.astype(cdt, copy=False), rows)
+            return dw.astype(out_dt, copy=False)
         xc = x.astype(cdt, copy=False)
         if pt or pb or pl or pr:
             xc = xp.pad(xc, ((0, 0), (pt, pb), (pl, pr), (0, 0)))

@@ -19,6 +19,8 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import broadcast_static, constant_value, ks, unchanged_shape
+from . import nn_conv_rows as _rows
+from .nn_conv_rows import CHUNK_BYTES, batch_parts  # noqa: F401 (the kernels' import path)
 
 _FLOAT_T = "T: {half, bfloat16, float, double}"
 _REAL_T = ("half, bfloat16, float, double, int8, int16, int32, int64, uint8, uint16, "
@@ -1086,32 +1088,6 @@ ks.op(OpDef(
     shape_fn=_conv2d_shape, doc="2-D convolution of a 4-D input with a 4-D filter."))
 
 
-#: the size of one batch chunk's patches in a CPU convolution (see :func:`batch_parts`)
-CHUNK_BYTES = 8 << 20
-
-
-def batch_parts(ctx: Any, n: int, bytes_per_item: int,
-                fn: Callable[[int, int], Any]) -> list[Any]:
-    """``fn(lo, hi)`` over batch ranges covering ``[0, n)``, for a convolution's
-    im2col/GEMM on the host: ranges whose patches take about :data:`CHUNK_BYTES` (still
-    in cache when the GEMM reads them, and under the allocator's mmap ceiling: a fresh
-    40 MB array costs its page faults on every call), at least one per intra-op thread,
-    run side by side by the device's ``parallel_map`` (BLAS on one thread in each). The
-    MNIST CNN's second convolution ran 1.5x (forward) to 5x (input gradient) faster in
-    chunks of 16 images than in one, on one thread. A GPU takes the whole batch."""
-    pmap = getattr(ctx.device, "parallel_map", None)
-    if ctx.xp is not np or n <= 1 or pmap is None:
-        return [fn(0, n)]
-    threads = max(1, int(ctx.device.parallelism()))
-    parts = -(-n * max(1, bytes_per_item) // CHUNK_BYTES)
-    parts = min(n, -(-parts // threads) * threads)
-    step = -(-n // parts)
-    ranges = [(lo, min(n, lo + step)) for lo in range(0, n, step)]
-    if len(ranges) == 1:
-        return [fn(0, n)]
-    return pmap(lambda i: fn(*ranges[i]), len(ranges))
-
-
 def window_patches(xp: Any, x: Any, out_sp: Sequence[int], k_sp: Sequence[int],
                    strides: Sequence[int], dilations: Sequence[int]) -> Any:
     """The patches of padded channels-last ``x`` [N, *spatial, C] under a window of
@@ -1174,8 +1150,12 @@ def _conv2d_kernel(ctx: Any) -> Any:
             ow, pl, pr = _windowed_size(wd, (kw - 1) * dw + 1, sw, padding, *explicit[1])
         except ValueError as e:
             raise errors.InvalidArgumentError(None, None, str(e)) from None
+        rows = _rows.RowGeometry(h, wd, c, kh, kw, oh, ow, pt, pl, sh, sw, dh, dw)
         if oh == 0 or ow == 0 or n == 0 or fo == 0:
             out = xp.zeros((n, oh, ow, fo), dtype=out_dt)
+        elif _rows.usable(xp, rows):
+            out = _rows.forward(ctx, x.astype(cdt, copy=False), w.astype(cdt, copy=False),
+                                rows, out_dt)
         else:
             xc = x.astype(cdt, copy=False)
             if pt or pb or pl or pr:
