@@ -29,7 +29,8 @@ from ._common import host_reader
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
 from . import nn_conv_rows as _rows
-from .nn_ops import batch_parts, window_patches
+from .nn_conv_rows import batch_parts
+from .nn_ops import window_patches
 from .nn_ops import (_SELU_ALPHA, _SELU_SCALE, _check_conv_attrs, _convert_padding,
                      _deprecated_lookup, _explicit_pads, _float_compute_dtype, _get_sequence,
                      _nhwc_index, _shape_error, _strides_list, _windowed_size, _with_rank,

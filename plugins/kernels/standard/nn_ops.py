@@ -8,7 +8,7 @@ Python functions follow TF 1.15's ``nn_ops.py``/``nn_impl.py`` signatures.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import broadcast_static, constant_value, ks, unchanged_shape
 from . import nn_conv_rows as _rows
-from .nn_conv_rows import CHUNK_BYTES, batch_parts  # noqa: F401 (the kernels' import path)
+from .nn_conv_rows import batch_parts
 
 _FLOAT_T = "T: {half, bfloat16, float, double}"
 _REAL_T = ("half, bfloat16, float, double, int8, int16, int32, int64, uint8, uint16, "
