@@ -83,7 +83,7 @@ def explicit_arg(pads, fmt):
 @pytest.fixture
 def counted(monkeypatch):
     """Counts the calls that take the row path."""
-    calls = {"forward": 0, "filter_grad": 0}
+    calls = {"forward": 0, "filter_grad": 0, "taps_forward": 0, "taps_filter_grad": 0}
     for name in calls:
         real = getattr(rows, name)
 
@@ -96,7 +96,7 @@ def counted(monkeypatch):
 
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 3), h=st.integers(1, 9), wd=st.integers(1, 9),
-       c=st.sampled_from([8, 11, 16]), f=st.integers(1, 5),
+       c=st.sampled_from([1, 3, 8, 11, 16]), f=st.integers(1, 5),
        kh=st.integers(1, 4), kw=st.integers(2, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
        dh=st.integers(1, 2), dw=st.integers(1, 2),
        padding=st.sampled_from(["SAME", "VALID", "EXPLICIT"]),
@@ -149,26 +149,39 @@ def test_the_three_kernels_take_the_row_path(counted):
     y, gx, gw, dy = run_three(x, w, 1, (1, 1), (1, 1), "SAME", dtype=np.float32)
     # forward, and the input gradient as a forward convolution of dy (rows of 3 x 12
     # values); the filter gradient
-    assert counted == {"forward": 2, "filter_grad": 1}
+    assert counted == {"forward": 2, "filter_grad": 1, "taps_forward": 0,
+                       "taps_filter_grad": 0}
     want = ref_conv(x, w, (1, 1), (1, 1), ((1, 1), (1, 1)))
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
 
-def test_thin_window_rows_and_the_switch_stay_on_im2col(counted, monkeypatch):
+def test_shallow_inputs_take_the_taps_and_the_rest_im2col(counted, monkeypatch):
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, 8, 8, 1))  # the MNIST CNN's first layer: 5 x 1 deep rows
+    x = rng.standard_normal((2, 8, 8, 1))  # the MNIST CNN's first layer: one channel
     w = rng.standard_normal((5, 5, 1, 4))
-    y, _, _, _ = run_three(x, w, 2, (1, 1), (1, 1), "SAME")
-    assert counted == {"forward": 0, "filter_grad": 0}
-    np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), (1, 1), ((2, 2), (2, 2))),
-                               rtol=1e-10, atol=1e-10)
-    monkeypatch.setattr(rows, "ENABLED", False)
-    x = rng.standard_normal((2, 6, 6, 16))
-    w = rng.standard_normal((3, 3, 16, 2))
+    y, gx, gw, dy = run_three(x, w, 2, (1, 1), (1, 1), "SAME")
+    # (the input gradient: rows of 5 x 4 values, too thin for the row path)
+    assert counted == {"forward": 0, "filter_grad": 0, "taps_forward": 1,
+                       "taps_filter_grad": 1}
+    want = ref_conv(x, w, (1, 1), (1, 1), ((2, 2), (2, 2)))
+    np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
+    assert np.isclose(np.sum(w * gw), np.sum(want * dy), rtol=1e-10)
+    # 8 channels in rows of 3: neither path
+    x = rng.standard_normal((2, 6, 6, 8))
+    w = rng.standard_normal((3, 3, 8, 2))
     y, _, _, _ = run_three(x, w, 3, (1, 1), (1, 1), "VALID")
-    assert counted == {"forward": 0, "filter_grad": 0}
+    assert counted["taps_forward"] == 1 and counted["forward"] == 0
     np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), (1, 1), ((0, 0), (0, 0))),
                                rtol=1e-10, atol=1e-10)
+    monkeypatch.setattr(rows, "ENABLED", False)  # FLOWRT_CONV_ROWS=0
+    for c in (1, 16):
+        x = rng.standard_normal((2, 6, 6, c))
+        w = rng.standard_normal((3, 3, c, 12))
+        y, _, _, _ = run_three(x, w, 3, (1, 1), (1, 1), "VALID")
+        np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), (1, 1), ((0, 0), (0, 0))),
+                                   rtol=1e-10, atol=1e-10)
+    assert counted == {"forward": 0, "filter_grad": 0, "taps_forward": 1,
+                       "taps_filter_grad": 1}
 
 
 def test_half_precision_computes_in_float32():
@@ -226,20 +239,23 @@ def test_buffers_are_per_thread_and_within_their_budget(monkeypatch):
             assert pat.shape == (1, geo.hq, 2 * geo.ow, geo.kw * 16)
             cache = rows._local.buffers
             assert sum(b.nbytes for b in cache.values()) <= rows.BUFFER_BYTES
-        seen[k] = [id(b) for b in rows._local.buffers.values()]
+        seen[k] = list(rows._local.buffers.values())  # (held: ids stay unique)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
+    assert seen[0] and seen[1]
+    assert not any(a is b or np.shares_memory(a, b) for a in seen[0] for b in seen[1])
 
 
 def test_geometry_maps_padding_strides_and_dilations():
     # output columns whose window column falls in the padding are left out of the copy
     geo = rows.RowGeometry(h=5, w=6, c=16, kh=3, kw=3, oh=3, ow=2, pt=1, pl=1, sh=2, sw=3)
     assert geo.cols == [(1, 2, 2), (0, 2, 0), (0, 2, 1)]
+    # and output rows likewise (window row 0 of output row 0 is the padding row)
+    assert geo.trows == [(1, 3, 1), (0, 3, 0), (0, 2, 1)]
     # rows stored by phase: even padded rows (input rows 1, 3) then odd ones (0, 2, 4)
     assert geo.hq == 4 and geo.rows == [(1, 1, 2), (0, 0, 3)]
     assert rows.input_grad_geometry(5, 5, 8, 3, 3, 5, 5, 1, 1, 1, 1, 4).pt == 1

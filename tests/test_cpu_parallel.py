@@ -129,24 +129,44 @@ def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monke
 
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
-def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, monkeypatch):
-    """With SPLIT_LARGE_GEMMS, a product over SMALL_GEMM_FLOPS is split by rows of the
-    result over the intra-op threads; every transpose combination gives numpy's
-    product."""
+@pytest.mark.parametrize("mkn,how", [((1201, 200, 150), "rows"), ((150, 200, 1201), "columns"),
+                                     ((1201, 100, 300), "one thread")])
+def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn, how,
+                                                       monkeypatch):
+    """A product over SMALL_GEMM_FLOPS with every side at least SPLIT_MIN_SIDE is split
+    over the intra-op threads along the result's longer side (rows or columns); one
+    with a thinner side runs on one thread. BLAS never runs its own threads in either,
+    and every transpose combination gives numpy's product."""
     from flowrt.plugins.kernels.standard import math_ops
     from flowrt.plugins.kernels.standard.math_ops import SMALL_GEMM_FLOPS
-    monkeypatch.setattr(math_ops, "SPLIT_LARGE_GEMMS", True)
+    assert math_ops.SPLIT_LARGE_GEMMS  # the default
+    calls, blas_threads = [], []
+    real_pmap = cpu.parallel_map
+
+    def pmap(fn, n):
+        calls.append(n)
+        return real_pmap(fn, n)
+    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    real_matmul = np.matmul
+
+    def matmul(*args, **kw):
+        blas_threads.append(cpu._blas_threads[0] if cpu._single[0] == 0 else 1)
+        return real_matmul(*args, **kw)
     rng = np.random.default_rng(7)
-    m, k, n = 1201, 200, 150
+    m, k, n = mkn
     assert m * k * n >= SMALL_GEMM_FLOPS
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
     with tf.Graph().as_default():
         p = tf.matmul(a, b, transpose_a=ta, transpose_b=tb)
         with tf.Session() as s:
+            monkeypatch.setattr(np, "matmul", matmul)
             got = s.run(p)
+            monkeypatch.setattr(np, "matmul", real_matmul)
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    assert calls == ([] if how == "one thread" else [2])
+    assert blas_threads and set(blas_threads) == {1}
 
 
 @pytest.mark.parametrize("nesterov", [False, True])

@@ -1675,7 +1675,8 @@ def _matmul_kernel(ctx: Any) -> Any:
         fn = lambda a, b: matmul(a, b.T)  # noqa: E731
     else:
         fn = matmul
-    fn = _guard_matmul(ctx, small_gemm_single_threaded(ctx, fn, 0 if ta else 1))
+    fn = _guard_matmul(ctx, small_gemm_single_threaded(ctx, fn, 0 if ta else 1,
+                                                       0 if tb else 1))
     if ctx.output_dtypes[0].name == "bfloat16":
         out_np = np.dtype(ctx.output_dtypes[0].np)
         # numpy multiplies bfloat16 matrices in float32 and returns float32
@@ -1692,22 +1693,29 @@ def _matmul_kernel(ctx: Any) -> Any:
 #: (30 against 3.3 ms): BLAS's threads wait for each other at every product, and one
 #: the OS holds back stalls them all. Products this small are not worth that risk.
 SMALL_GEMM_FLOPS = 1 << 25
-#: whether a large product on a device with ``parallel_map`` is split by rows over the
-#: intra-op threads (BLAS on one thread in each) instead of using BLAS's own threads.
-#: Off by default: the MNIST CNN step ran 5 % faster with it, but the step benchmark's
-#: matmul512x4 and mlp_train ran 1.2-1.6x slower next to a busy TensorFlow process
-#: (BENCHMARKS.md, 2026-11-27 evening)
-SPLIT_LARGE_GEMMS = False
+#: whether a large product on a device with ``parallel_map`` (the CPU) keeps off BLAS's
+#: own threads: split over the intra-op threads (BLAS on one thread in each) when every
+#: side is at least :data:`SPLIT_MIN_SIDE`, else run on one thread. BLAS's threads
+#: busy-wait for about 0.1 s after every threaded call, taking a core from whatever the
+#: step runs next: the tf.layers MNIST CNN step spent 265-295 ms of CPU with them against
+#: 190 ms without, and took 140-165 ms against 118-122 ms (2 cores, TF 100-105 ms).
+#: ``matmul512x4``, four 512x512 products in a chain, ran within 10 % either way.
+SPLIT_LARGE_GEMMS = True
+#: parts a split product is cut into, per intra-op thread
+SPLIT_PARTS_PER_THREAD = 1
+#: a large product is split only when all of m, k and n are at least this; otherwise it
+#: runs with BLAS on one thread
+SPLIT_MIN_SIDE = 128
 
 
-def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1
-                               ) -> Callable[[Any, Any], Any]:
-    """``fn(a, b)`` (a 2-D product contracting ``a``'s axis ``k_axis``) threaded the way
-    the device wants: a small product runs with BLAS on one thread (the device's
-    ``single_threaded_blas``); with :data:`SPLIT_LARGE_GEMMS`, a large one, on a device
-    with ``parallel_map`` (the CPU), is split by rows of the result over the intra-op
-    threads, BLAS on one thread in each, rather than left to BLAS's own threads (which
-    busy-wait between calls). ``fn`` itself elsewhere."""
+def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1,
+                               n_axis: int = 1) -> Callable[[Any, Any], Any]:
+    """``fn(a, b)`` (a 2-D product contracting ``a``'s axis ``k_axis``, its result's
+    columns along ``b``'s axis ``n_axis``) threaded the way the device wants: a small
+    product runs with BLAS on one thread (the device's ``single_threaded_blas``); with
+    :data:`SPLIT_LARGE_GEMMS`, a large one, on a device with ``parallel_map`` (the CPU),
+    is split over the intra-op threads, BLAS on one thread in each, rather than left to
+    BLAS's own threads (which busy-wait between calls). ``fn`` itself elsewhere."""
     wrap = getattr(ctx.device, "single_threaded_blas", None)
     if wrap is None:
         return fn
@@ -1720,15 +1728,19 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
     m_axis = 1 - k_axis
 
     def split(a: Any, b: Any) -> Any:
-        # four row blocks a thread, taken as threads free up: a thread the OS holds back
-        # (another process's busy threads) delays one small block, not half the product
-        m = a.shape[m_axis]
-        step = max(16, -(-m // (4 * threads)))
-        if m_axis == 0:
-            parts = pmap(lambda i: fn(a[i * step:(i + 1) * step], b), -(-m // step))
-        else:
-            parts = pmap(lambda i: fn(a[:, i * step:(i + 1) * step], b), -(-m // step))
-        return xp.concatenate(parts, axis=0)
+        # along the result's longer side, so that each thread packs only its share of
+        # the operand on that side (BLAS copies an operand into panels on every call)
+        m, n = a.shape[m_axis], b.shape[n_axis]
+        parts = SPLIT_PARTS_PER_THREAD * threads
+        if n > m:
+            step = -(-n // parts)
+            cols = (lambda i: b[:, i * step:(i + 1) * step]) if n_axis == 1 else \
+                (lambda i: b[i * step:(i + 1) * step])
+            return xp.concatenate(pmap(lambda i: fn(a, cols(i)), -(-n // step)), axis=1)
+        step = -(-m // parts)
+        rows = (lambda i: a[i * step:(i + 1) * step]) if m_axis == 0 else \
+            (lambda i: a[:, i * step:(i + 1) * step])
+        return xp.concatenate(pmap(lambda i: fn(rows(i), b), -(-m // step)), axis=0)
 
     adapt = getattr(ctx.device, "adapt_threads", None) or (lambda: None)
 
@@ -1738,10 +1750,13 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
         if flops < SMALL_GEMM_FLOPS:
             return single(a, b)
         adapt()
-        if SPLIT_LARGE_GEMMS and threads > 1 and a.shape[m_axis] >= 2 * threads and \
-                a.ndim == 2:
+        if not SPLIT_LARGE_GEMMS or a.ndim != 2 or b.ndim != 2:
+            return fn(a, b)
+        if threads > 1 and min(a.shape[m_axis], k, b.shape[n_axis]) >= SPLIT_MIN_SIDE:
             return split(a, b)
-        return fn(a, b)
+        # bound by memory (a thin side): a second thread gains little, and the other
+        # cores are better left to the step's other kernels
+        return single(a, b)
 
     return call
 

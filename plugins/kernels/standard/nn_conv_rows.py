@@ -15,8 +15,12 @@ stored by phase, ``r % sh`` first, so that this still holds), and the convolutio
 The filter gradient is the transposed product of the same blocks with the output
 gradient, one ``[KW*C, F]`` block of the filter per window row; the input gradient of a
 stride-1 convolution is a convolution of the output gradient with the flipped filter, so
-it takes the forward path. The copy is ``KW`` times the input rather than ``KH*KW``;
-measured on that layer with 2 threads: forward 11 ms against 16 ms for im2col.
+it takes the forward path. The copy is ``KW`` times the input rather than ``KH*KW``.
+
+An input of one to a few channels (an image's first layer) makes window rows too thin
+for that; its patches are laid out tap-major instead, ``[KH*KW*C, N*OH*OW]``, where
+filling a row copies whole output rows rather than one value at a time, and the GEMM
+takes them transposed.
 
 The patch buffers are kept per thread and per geometry: their padding stays zero from one
 step to the next, and a step writes only the input's values into them (no fresh pages to
@@ -66,12 +70,31 @@ ROW_CHUNK_BYTES = 1 << 20
 BUFFER_BYTES = 32 << 20
 
 #: window rows narrower than this (``KW * C``) make GEMMs too thin to beat im2col's one
-#: deep GEMM (the MNIST CNN's first layer, 5 x 1 channel, stays on im2col)
+#: deep GEMM (the MNIST CNN's first layer, rows of 5 x 1 channel, takes the tap-major
+#: path instead)
 MIN_ROW_DEPTH = 32
+
+#: inputs of at most this many channels (and rows too thin for the row path) take the
+#: tap-major path (:func:`_taps`)
+TAPS_MAX_DEPTH = 4
 #: ``FLOWRT_CONV_ROWS=0`` keeps every host convolution on im2col (for comparisons)
 ENABLED = os.environ.get("FLOWRT_CONV_ROWS", "1") != "0"
 
 _local = threading.local()
+
+
+def _spans(size: int, out: int, k: int, s: int, d: int, pad: int
+           ) -> list[tuple[int, int, int]]:
+    """For each window position ``j`` along one axis: the outputs ``[lo, hi)`` whose
+    window position ``j`` falls on the input (not in the padding) and the input index
+    the first of them reads."""
+    spans = []
+    for j in range(k):
+        off = j * d - pad  # the input index output 0 reads
+        lo = -(off // s) if off < 0 else 0
+        hi = min(out, (size - 1 - off) // s + 1) if size - 1 - off >= 0 else 0
+        spans.append((lo, max(lo, hi), lo * s + off))
+    return spans
 
 
 class RowGeometry:
@@ -82,7 +105,7 @@ class RowGeometry:
     skipped (so a negative padding there is fine)."""
 
     __slots__ = ("h", "w", "c", "kh", "kw", "oh", "ow", "pt", "pl", "sh", "sw", "dh", "dw",
-                 "hq", "cols", "rows")
+                 "hq", "cols", "rows", "trows")
 
     def __init__(self, h: int, w: int, c: int, kh: int, kw: int, oh: int, ow: int,
                  pt: int, pl: int, sh: int = 1, sw: int = 1, dh: int = 1, dw: int = 1):
@@ -91,14 +114,10 @@ class RowGeometry:
         self.sh, self.sw, self.dh, self.dw = sh, sw, dh, dw
         rows_needed = (oh - 1) * sh + (kh - 1) * dh + 1
         self.hq = -(-rows_needed // sh)
-        # per window column kw: the output columns [lo, hi) whose window column reads
-        # an input column, and the first such input column
-        self.cols = []
-        for j in range(kw):
-            off = j * dw - pl  # input column of output column 0
-            lo = -(off // sw) if off < 0 else 0
-            hi = min(ow, (w - 1 - off) // sw + 1) if w - 1 - off >= 0 else 0
-            self.cols.append((lo, max(lo, hi), lo * sw + off))
+        # per window column: the output columns [lo, hi) whose window column reads an
+        # input column, and the first such input column (the same for window rows)
+        self.cols = _spans(w, ow, kw, sw, dw, pl)
+        self.trows = _spans(h, oh, kh, sh, dh, pt)
         # per phase p of the padded rows: (first input row, its slot, how many rows)
         self.rows = []
         for p in range(sh):
@@ -122,22 +141,93 @@ def usable(xp: Any, geo: RowGeometry) -> bool:
             and geo.ow > 0)
 
 
-def _patches(x: Any, geo: RowGeometry) -> Any:
-    """The width patches of ``x`` ([nb, H, W, C], a batch chunk) in this thread's
-    buffer for the geometry: ``[sh, hq, nb, OW, KW*C]``."""
+def usable_taps(xp: Any, geo: RowGeometry) -> bool:
+    """Whether a convolution of this geometry takes the tap-major path here: an input
+    of at most :data:`TAPS_MAX_DEPTH` channels (an image's first layer)."""
+    return (ENABLED and xp is np and geo.c <= TAPS_MAX_DEPTH
+            and geo.kw * geo.c < MIN_ROW_DEPTH and geo.oh > 0 and geo.ow > 0)
+
+
+def _taps(x: Any, geo: RowGeometry) -> Any:
+    """The patches of ``x`` ([nb, H, W, C], C small) tap-major, in this thread's buffer
+    for the geometry: ``[KH*KW*C, nb*OH*OW]``, each row one (window position, channel)
+    across every output position. For one channel every row is filled by copies of
+    whole output rows, where im2col's ``[nb*OH*OW, KH*KW]`` layout copies one value at a
+    time (7.7 against 1.5 ms for the MNIST CNN's first layer)."""
     nb = x.shape[0]
+    buf = _buffer(("taps", *geo.key(nb, x.dtype)),
+                  (geo.kh, geo.kw, geo.c, nb, geo.oh, geo.ow), x.dtype)
+    xs = x.transpose(3, 0, 1, 2)  # [C, nb, H, W], a view
+    sh, sw = geo.sh, geo.sw
+    for i, (rlo, rhi, r0) in enumerate(geo.trows):
+        if rhi <= rlo:
+            continue
+        src = xs[:, :, r0:r0 + (rhi - rlo - 1) * sh + 1:sh]
+        for j, (clo, chi, c0) in enumerate(geo.cols):
+            if chi > clo:
+                buf[i, j, :, :, rlo:rhi, clo:chi] = src[:, :, :, c0:c0 + (chi - clo - 1) * sw + 1:sw]
+    return buf.reshape(geo.kh * geo.kw * geo.c, -1)
+
+
+def taps_forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any) -> Any:
+    """:func:`forward` for a shallow input, through :func:`_taps`: one GEMM per batch
+    chunk, its left operand the transposed (unmoved) tap-major patches."""
+    n, f = x.shape[0], w.shape[-1]
+    wk = w.reshape(-1, f)
+    direct = np.dtype(out_dtype) == wk.dtype
+    out = np.empty((n, geo.oh, geo.ow, f), dtype=out_dtype)
+
+    def part(lo: int, hi: int) -> None:
+        pt = _taps(x[lo:hi], geo)
+        if direct:
+            np.matmul(pt.T, wk, out=out[lo:hi].reshape(-1, f))
+        else:
+            out[lo:hi] = np.matmul(pt.T, wk).reshape(hi - lo, geo.oh, geo.ow, f)
+
+    batch_parts(ctx, n, geo.kh * geo.kw * geo.c * geo.oh * geo.ow * x.itemsize, part,
+                ROW_CHUNK_BYTES)
+    return out
+
+
+def taps_filter_grad(ctx: Any, x: Any, dy: Any, geo: RowGeometry) -> Any:
+    """:func:`filter_grad` for a shallow input, through :func:`_taps`."""
+    n, f = x.shape[0], dy.shape[-1]
+
+    def part(lo: int, hi: int) -> Any:
+        return np.matmul(_taps(x[lo:hi], geo), dy[lo:hi].reshape(-1, f))
+
+    parts = batch_parts(ctx, n, geo.kh * geo.kw * geo.c * geo.oh * geo.ow * x.itemsize,
+                        part, ROW_CHUNK_BYTES)
+    total = parts[0]
+    for p in parts[1:]:
+        total += p
+    return total.reshape(geo.kh, geo.kw, geo.c, f)
+
+
+def _buffer(key: tuple, shape: tuple, dtype: Any) -> Any:
+    """This thread's zero-initialised buffer for ``key``: made once, then handed out
+    again as it was left (the caller writes the same places every time, so what it
+    never writes stays zero)."""
     cache = getattr(_local, "buffers", None)
     if cache is None:
         cache = _local.buffers = {}
-    key = geo.key(nb, x.dtype)
     buf = cache.get(key)
     if buf is None:
-        buf = np.zeros((geo.sh, geo.hq, nb, geo.ow, geo.kw, geo.c), x.dtype)
+        buf = np.zeros(shape, dtype)
         if buf.nbytes <= BUFFER_BYTES:  # (a larger one is used once and dropped)
             held = sum(b.nbytes for b in cache.values())
             while held + buf.nbytes > BUFFER_BYTES:
                 held -= cache.pop(next(iter(cache))).nbytes
             cache[key] = buf
+    return buf
+
+
+def _patches(x: Any, geo: RowGeometry) -> Any:
+    """The width patches of ``x`` ([nb, H, W, C], a batch chunk) in this thread's
+    buffer for the geometry: ``[sh, hq, nb, OW, KW*C]``."""
+    nb = x.shape[0]
+    buf = _buffer(("rows", *geo.key(nb, x.dtype)),
+                  (geo.sh, geo.hq, nb, geo.ow, geo.kw, geo.c), x.dtype)
     xs = x.transpose(1, 0, 2, 3)  # [H, nb, W, C], a view
     sh, sw = geo.sh, geo.sw
     for p, (first, slot, count) in enumerate(geo.rows):

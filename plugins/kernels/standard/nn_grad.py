@@ -558,9 +558,9 @@ def _conv2d_backprop_filter_kernel(ctx: Any) -> Callable:
             return xp.zeros((kh, kw, fc, fo), dtype=out_dt)
         rows = _rows.RowGeometry(h, wd, c, kh, kw, oh, ow, pt, pl, geo.sh, geo.sw, geo.dh,
                                  geo.dw)
-        if _rows.usable(xp, rows):
-            dw = _rows.filter_grad(ctx, x.astype(cdt, copy=False),
-                                   dy.astype(cdt, copy=False), rows)
+        if _rows.usable(xp, rows) or _rows.usable_taps(xp, rows):
+            grad = _rows.filter_grad if _rows.usable(xp, rows) else _rows.taps_filter_grad
+            dw = grad(ctx, x.astype(cdt, copy=False), dy.astype(cdt, copy=False), rows)
             return dw.astype(out_dt, copy=False)
         xc = x.astype(cdt, copy=False)
         if pt or pb or pl or pr:

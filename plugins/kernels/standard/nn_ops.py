@@ -1156,6 +1156,9 @@ def _conv2d_kernel(ctx: Any) -> Any:
         elif _rows.usable(xp, rows):
             out = _rows.forward(ctx, x.astype(cdt, copy=False), w.astype(cdt, copy=False),
                                 rows, out_dt)
+        elif _rows.usable_taps(xp, rows):
+            out = _rows.taps_forward(ctx, x.astype(cdt, copy=False),
+                                     w.astype(cdt, copy=False), rows, out_dt)
         else:
             xc = x.astype(cdt, copy=False)
             if pt or pb or pl or pr:

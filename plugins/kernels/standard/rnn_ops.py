@@ -200,7 +200,7 @@ def cell_backward(xp: Any, act: Any, tc: Any, c_prev: Any, dc: Any, dh: Any, e: 
 def _fused_lstm_grad_kernel(ctx: Any) -> Any:
     xp = ctx.xp
     mm_t = small_gemm_single_threaded(ctx, lambda p, q: xp.matmul(p.T, q), 0)
-    mm_bt = small_gemm_single_threaded(ctx, lambda p, q: xp.matmul(p, q.T))
+    mm_bt = small_gemm_single_threaded(ctx, lambda p, q: xp.matmul(p, q.T), 1, 0)
     rows = _GateRows(xp)
     name = ctx.node_name
 
