@@ -239,7 +239,10 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
     xp = ctx.xp
     size = arrays[0].size
     flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
-    outs = [xp.empty(size, dtype=arrays[0].dtype) for _ in range(n_out)]
+    # the results in their final shape, owning their memory (a variable keeps an array
+    # that owns its memory as it is, and copies a view), written through flat views
+    results = [xp.empty(arrays[0].shape, dtype=arrays[0].dtype) for _ in range(n_out)]
+    outs = [r.reshape(-1) for r in results]
     step = _SPLIT_RANGE
 
     def part(i: int) -> None:
@@ -252,7 +255,7 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
             o[lo:hi] = r
 
     pmap(part, -(-size // step))
-    return tuple(o.reshape(arrays[0].shape) for o in outs)
+    return tuple(results)
 
 
 @ks.kernel("ApplyGradientDescent")
