@@ -130,7 +130,7 @@ def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monke
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 @pytest.mark.parametrize("mkn,how", [((1201, 200, 150), "rows"), ((150, 200, 1201), "columns"),
-                                     ((1201, 100, 300), "one thread")])
+                                     ((1201, 16, 300), "one thread")])
 def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn, how,
                                                        monkeypatch):
     """A product over SMALL_GEMM_FLOPS with every side at least SPLIT_MIN_SIDE is split
@@ -154,6 +154,8 @@ def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn,
         return real_matmul(*args, **kw)
     rng = np.random.default_rng(7)
     m, k, n = mkn
+    if how == "one thread":  # a thin product: k under SPLIT_MIN_SIDE, made large by m, n
+        m, n = m * 4, n * 5
     assert m * k * n >= SMALL_GEMM_FLOPS
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
@@ -226,3 +228,45 @@ def test_split_update_results_own_their_memory(two_threads):
         assert r.shape == a.shape and r.flags.owndata and r.flags.c_contiguous
         np.testing.assert_array_equal(r, want)
         assert _frozen(r) is r  # stored without a copy
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_large_elementwise_kernels_run_in_row_ranges(two_threads, fmt, monkeypatch):
+    """Relu, BiasAdd, ReluGrad and BiasAddGrad over at least PARALLEL_ELEMENTS values
+    run in ranges of the leading axis on the intra-op threads and give numpy's results
+    (NaN and infinities where they were, integer Relu in its dtype)."""
+    from flowrt.plugins.kernels.standard._common import PARALLEL_ELEMENTS
+    calls = []
+    real_pmap = cpu.parallel_map
+
+    def pmap(fn, n):
+        calls.append(n)
+        return real_pmap(fn, n)
+    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    rng = np.random.default_rng(21)
+    shape = (9, 32, 64, 64) if fmt == "NCHW" else (9, 64, 64, 32)
+    assert np.prod(shape) >= PARALLEL_ELEMENTS
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.flat[::997] = np.nan
+    x.flat[5::1009] = np.inf
+    g = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    xi = rng.integers(-5, 5, shape).astype(np.int32)
+    with tf.Graph().as_default():
+        xt, bt = tf.constant(x), tf.constant(b)
+        relu, biased = tf.nn.relu(xt), tf.nn.bias_add(xt, bt, data_format=fmt)
+        ops = [relu, biased,
+               tf.gradients(relu, xt, grad_ys=g)[0],  # ReluGrad
+               tf.gradients(biased, bt, grad_ys=g)[0],  # BiasAddGrad
+               tf.nn.relu(xi)]
+        assert ops[2].op.type == "ReluGrad" and ops[3].op.type == "BiasAddGrad"
+        with tf.Session() as s:
+            got = s.run(ops)
+    bb = b.reshape(-1, 1, 1) if fmt == "NCHW" else b
+    axes = (0, 2, 3) if fmt == "NCHW" else (0, 1, 2)
+    want = [np.maximum(x, 0), x + bb, g * (x > 0), g.astype(np.float64).sum(axis=axes),
+            np.maximum(xi, 0)]
+    for k, (a, w) in enumerate(zip(got, want)):
+        assert a.dtype == (np.int32 if k == 4 else np.float32)
+        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-3)
+    assert len(calls) == 5 and all(n >= 2 for n in calls)

@@ -1704,8 +1704,9 @@ SPLIT_LARGE_GEMMS = True
 #: parts a split product is cut into, per intra-op thread
 SPLIT_PARTS_PER_THREAD = 1
 #: a large product is split only when all of m, k and n are at least this; otherwise it
-#: runs with BLAS on one thread
-SPLIT_MIN_SIDE = 128
+#: runs with BLAS on one thread (the MNIST CNN's dense layer, 64 x 3136 x 1024, ran 20 %
+#: faster split along its 1024 columns than on one thread)
+SPLIT_MIN_SIDE = 32
 
 
 def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1,
@@ -1752,7 +1753,8 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
         adapt()
         if not SPLIT_LARGE_GEMMS or a.ndim != 2 or b.ndim != 2:
             return fn(a, b)
-        if threads > 1 and min(a.shape[m_axis], k, b.shape[n_axis]) >= SPLIT_MIN_SIDE:
+        m, n = a.shape[m_axis], b.shape[n_axis]
+        if threads > 1 and k >= SPLIT_MIN_SIDE and min(m, n) >= SPLIT_MIN_SIDE:
             return split(a, b)
         # bound by memory (a thin side): a second thread gains little, and the other
         # cores are better left to the step's other kernels

@@ -26,6 +26,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 from ._common import constant_value, ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from ._common import host_reader
+from ._common import PARALLEL_ELEMENTS, row_parts
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
 from . import nn_conv_rows as _rows
@@ -102,6 +103,13 @@ def _activation_grad_kernel(fn: Callable[..., Any]) -> Callable[[Any], Callable]
             _check_same(g, f)
             if cast:
                 g, f = g.astype(cdt), f.astype(cdt)
+            elif g.size >= PARALLEL_ELEMENTS and g.ndim:
+                res = np.empty(g.shape, out)
+
+                def part(lo: int, hi: int) -> None:
+                    res[lo:hi] = fn(xp, g[lo:hi], f[lo:hi], zero)
+                if row_parts(ctx, g.shape[0], g.size, part) is not None:
+                    return res
             return xp.asarray(fn(xp, g, f, zero)).astype(out, copy=False)
 
         return compute
@@ -346,6 +354,13 @@ def _bias_add_grad_kernel(ctx: Any) -> Callable:
             raise _invalid(f"Input tensor must be at least 2D: {_fmt(g.shape)}")
         ch = 1 if nchw else g.ndim - 1
         axes = tuple(i for i in range(g.ndim) if i != ch)
+        parts = row_parts(ctx, g.shape[0], g.size,
+                          lambda lo, hi: xp.sum(g[lo:hi], axis=axes, dtype=cdt))
+        if parts is not None:
+            total = parts[0]
+            for p in parts[1:]:
+                total += p
+            return total.astype(out, copy=False)
         return xp.sum(g, axis=axes, dtype=cdt).astype(out, copy=False)
 
     return bias_add_grad

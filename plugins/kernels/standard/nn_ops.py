@@ -19,6 +19,7 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, as_shape, unknown_shape
 
 from ._common import broadcast_static, constant_value, ks, unchanged_shape
+from ._common import PARALLEL_ELEMENTS, row_parts
 from . import nn_conv_rows as _rows
 from .nn_conv_rows import batch_parts
 
@@ -167,7 +168,16 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 @ks.kernel("Relu")
 def _relu_kernel(ctx: Any) -> Any:
     xp = ctx.xp
-    return lambda x: xp.maximum(x, 0)
+
+    def relu(x: Any) -> Any:
+        if x.size >= PARALLEL_ELEMENTS and x.ndim:
+            out = np.empty(x.shape, x.dtype)
+            if row_parts(ctx, x.shape[0], x.size,
+                         lambda lo, hi: np.maximum(x[lo:hi], 0, out=out[lo:hi])) is not None:
+                return out
+        return xp.maximum(x, 0)
+
+    return relu
 
 
 @ks.kernel("Relu6")
@@ -441,6 +451,11 @@ def _bias_add_kernel(ctx: Any) -> Any:
                             f"input tensor: {list(b.shape)} vs. {list(x.shape)}")
         if nchw:
             b = b.reshape((-1,) + (1,) * (x.ndim - 2))
+        if x.size >= PARALLEL_ELEMENTS:
+            out = np.empty(x.shape, np.result_type(x, b))
+            if row_parts(ctx, x.shape[0], x.size,
+                         lambda lo, hi: np.add(x[lo:hi], b, out=out[lo:hi])) is not None:
+                return out
         return xp.add(x, b)
 
     return compute
