@@ -130,13 +130,15 @@ def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monke
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 @pytest.mark.parametrize("mkn,how", [((1201, 200, 150), "rows"), ((150, 200, 1201), "columns"),
-                                     ((1201, 16, 300), "one thread")])
+                                     ((1201, 16, 300), "one thread"),
+                                     ((300, 320, 400), "blas")])
 def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn, how,
                                                        monkeypatch):
     """A product over SMALL_GEMM_FLOPS with every side at least SPLIT_MIN_SIDE is split
     over the intra-op threads along the result's longer side (rows or columns); one
-    with a thinner side runs on one thread. BLAS never runs its own threads in either,
-    and every transpose combination gives numpy's product."""
+    with a thinner side runs on one thread, BLAS never running its own threads in
+    either; one with every side at least BLAS_THREADS_MIN_SIDE is left to BLAS's
+    threads. Every transpose combination gives numpy's product."""
     from flowrt.plugins.kernels.standard import math_ops
     from flowrt.plugins.kernels.standard.math_ops import SMALL_GEMM_FLOPS
     assert math_ops.SPLIT_LARGE_GEMMS  # the default
@@ -167,8 +169,11 @@ def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn,
             monkeypatch.setattr(np, "matmul", real_matmul)
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
-    assert calls == ([] if how == "one thread" else [2])
-    assert blas_threads and set(blas_threads) == {1}
+    assert calls == ([] if how in ("one thread", "blas") else [2])
+    if how == "blas":
+        assert blas_threads == [cpu._blas_threads[0]]
+    else:
+        assert blas_threads and set(blas_threads) == {1}
 
 
 @pytest.mark.parametrize("nesterov", [False, True])

@@ -1694,12 +1694,12 @@ def _matmul_kernel(ctx: Any) -> Any:
 #: the OS holds back stalls them all. Products this small are not worth that risk.
 SMALL_GEMM_FLOPS = 1 << 25
 #: whether a large product on a device with ``parallel_map`` (the CPU) keeps off BLAS's
-#: own threads: split over the intra-op threads (BLAS on one thread in each) when every
-#: side is at least :data:`SPLIT_MIN_SIDE`, else run on one thread. BLAS's threads
+#: own threads unless it is square enough (:data:`BLAS_THREADS_MIN_SIDE`): split over
+#: the intra-op threads (BLAS on one thread in each) when every side is at least
+#: :data:`SPLIT_MIN_SIDE`, else run on one thread. BLAS's threads
 #: busy-wait for about 0.1 s after every threaded call, taking a core from whatever the
 #: step runs next: the tf.layers MNIST CNN step spent 265-295 ms of CPU with them against
 #: 190 ms without, and took 140-165 ms against 118-122 ms (2 cores, TF 100-105 ms).
-#: ``matmul512x4``, four 512x512 products in a chain, ran within 10 % either way.
 SPLIT_LARGE_GEMMS = True
 #: parts a split product is cut into, per intra-op thread
 SPLIT_PARTS_PER_THREAD = 1
@@ -1707,6 +1707,11 @@ SPLIT_PARTS_PER_THREAD = 1
 #: runs with BLAS on one thread (the MNIST CNN's dense layer, 64 x 3136 x 1024, ran 20 %
 #: faster split along its 1024 columns than on one thread)
 SPLIT_MIN_SIDE = 32
+#: ... and one with every side at least this is left to BLAS's own threads: they share
+#: the packed operands, so on a product this square they beat a split (four chained
+#: 512x512 products: 9-10 ms against 12 ms split, TF 9.5 ms), and there the next
+#: kernel is usually another such product that takes the waiting threads
+BLAS_THREADS_MIN_SIDE = 256
 
 
 def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: int = 1,
@@ -1754,7 +1759,9 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
         if not SPLIT_LARGE_GEMMS or a.ndim != 2 or b.ndim != 2:
             return fn(a, b)
         m, n = a.shape[m_axis], b.shape[n_axis]
-        if threads > 1 and k >= SPLIT_MIN_SIDE and min(m, n) >= SPLIT_MIN_SIDE:
+        if threads > 1 and min(m, k, n) >= SPLIT_MIN_SIDE:
+            if min(m, k, n) >= BLAS_THREADS_MIN_SIDE:
+                return fn(a, b)
             return split(a, b)
         # bound by memory (a thin side): a second thread gains little, and the other
         # cores are better left to the step's other kernels
