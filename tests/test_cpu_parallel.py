@@ -275,3 +275,42 @@ def test_large_elementwise_kernels_run_in_row_ranges(two_threads, fmt, monkeypat
         assert a.dtype == (np.int32 if k == 4 else np.float32)
         np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-3)
     assert len(calls) == 5 and all(n >= 2 for n in calls)
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_large_pooling_runs_in_batch_ranges(fmt, monkeypatch):
+    """MaxPool and AvgPool over at least PARALLEL_ELEMENTS values run in batch ranges on
+    the intra-op threads, with the results of the one-thread computation (which padding
+    and window counts already test elsewhere) and of numpy for a tiling 2x2 max pool."""
+    calls = []
+    real_pmap = cpu.parallel_map
+
+    def pmap(fn, n):
+        calls.append(n)
+        return real_pmap(fn, n)
+    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    rng = np.random.default_rng(22)
+    shape = (10, 28, 28, 160)
+    x = rng.standard_normal(shape).astype(np.float32)
+    xf = x.transpose(0, 3, 1, 2) if fmt == "NCHW" else x
+    k2 = [1, 1, 2, 2] if fmt == "NCHW" else [1, 2, 2, 1]
+    k3 = [1, 1, 3, 3] if fmt == "NCHW" else [1, 3, 3, 1]
+    results = {}
+    old = cpu.intra_op_threads()
+    try:
+        for threads in (1, 2):
+            cpu.set_intra_op_threads(threads)
+            with tf.Graph().as_default():
+                ops = [tf.nn.max_pool(xf, k2, k2, "VALID", data_format=fmt),
+                       tf.nn.max_pool(xf, k3, k2, "SAME", data_format=fmt),
+                       tf.nn.avg_pool(xf, k3, k2, "SAME", data_format=fmt)]
+                with tf.Session() as s:
+                    results[threads] = s.run(ops)
+    finally:
+        cpu.set_intra_op_threads(old)
+    assert calls == [4, 4, 4]  # the two-thread run only
+    for one, two in zip(results[1], results[2]):
+        np.testing.assert_array_equal(one, two)
+    tiled = x.reshape(10, 14, 2, 14, 2, 160).max(axis=(2, 4))
+    got = results[2][0].transpose(0, 2, 3, 1) if fmt == "NCHW" else results[2][0]
+    np.testing.assert_array_equal(got, tiled)

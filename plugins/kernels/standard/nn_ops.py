@@ -1359,18 +1359,28 @@ def _pool_factory(ctx: Any, mode: str) -> Any:
             if any(p != (0, 0) for p in pads):
                 xc = xp.pad(xc, [(0, 0)] + pads, constant_values=fill)
             ext = [(o - 1) * s + 1 for o, s in zip(outs, st3)]
-            acc = None
-            for i in range(ks3[0]):
-                for j in range(ks3[1]):
-                    for k in range(ks3[2]):
-                        win = xc[:, i:i + ext[0]:st3[0], j:j + ext[1]:st3[1],
-                                 k:k + ext[2]:st3[2]]
-                        if acc is None:
-                            acc = win.copy() if mode == "max" else win.astype(cdt, copy=True)
-                        elif mode == "max":
-                            xp.maximum(acc, win, out=acc)
-                        else:
-                            xp.add(acc, win, out=acc)
+
+            def pooled(lo: int, hi: int) -> Any:
+                """The windows' maxima (or sums) of the images [lo, hi)."""
+                acc = None
+                xs = xc[lo:hi]
+                for i in range(ks3[0]):
+                    for j in range(ks3[1]):
+                        for k in range(ks3[2]):
+                            win = xs[:, i:i + ext[0]:st3[0], j:j + ext[1]:st3[1],
+                                     k:k + ext[2]:st3[2]]
+                            if acc is None:
+                                acc = win.copy() if mode == "max" else \
+                                    win.astype(cdt, copy=True)
+                            elif mode == "max":
+                                xp.maximum(acc, win, out=acc)
+                            else:
+                                xp.add(acc, win, out=acc)
+                return acc
+
+            # a large input in batch ranges on the intra-op threads
+            parts = row_parts(ctx, xc.shape[0], xc.size, pooled)
+            acc = pooled(0, xc.shape[0]) if parts is None else np.concatenate(parts)
             if mode == "avg":
                 counts = None
                 for ax, ((o, lo, _), n_, k_, s_) in enumerate(zip(geo, dims, ks3, st3)):
