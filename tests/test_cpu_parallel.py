@@ -161,12 +161,21 @@ def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn,
     assert m * k * n >= SMALL_GEMM_FLOPS
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    concatenated = []
+    real_concatenate = np.concatenate
+
+    def concatenate(*args, **kw):
+        concatenated.append(1)
+        return real_concatenate(*args, **kw)
     with tf.Graph().as_default():
         p = tf.matmul(a, b, transpose_a=ta, transpose_b=tb)
         with tf.Session() as s:
             monkeypatch.setattr(np, "matmul", matmul)
+            monkeypatch.setattr(np, "concatenate", concatenate)
             got = s.run(p)
             monkeypatch.setattr(np, "matmul", real_matmul)
+            monkeypatch.setattr(np, "concatenate", real_concatenate)
+    assert not concatenated  # the parts write straight into the result
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
     assert calls == ([] if how in ("one thread", "blas") else [2])
