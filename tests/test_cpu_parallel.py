@@ -323,3 +323,40 @@ def test_large_pooling_runs_in_batch_ranges(fmt, monkeypatch):
     tiled = x.reshape(10, 14, 2, 14, 2, 160).max(axis=(2, 4))
     got = results[2][0].transpose(0, 2, 3, 1) if fmt == "NCHW" else results[2][0]
     np.testing.assert_array_equal(got, tiled)
+
+
+def test_row_ranges_are_for_numpy_only(monkeypatch):
+    """On an array module other than numpy (a GPU's), the kernels that split large work
+    into row ranges compute whole with that module and never allocate host arrays or
+    call ``parallel_map``: a stand-in module forwarding to numpy, on a device that has a
+    ``parallel_map`` that fails the test if called."""
+    import types
+    import flowrt
+    from flowrt import dtypes
+    from flowrt.plugins.kernels.standard._common import PARALLEL_ELEMENTS
+    xp = types.SimpleNamespace(**{n: getattr(np, n) for n in (
+        "maximum", "add", "multiply", "sum", "asarray", "zeros", "transpose", "pad",
+        "concatenate", "empty")})
+
+    def no_pmap(fn, n):
+        raise AssertionError("parallel_map called for a non-numpy array module")
+    device = types.SimpleNamespace(parallel_map=no_pmap, parallelism=lambda: 2)
+    rt = flowrt.default_runtime()
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((8, 64, 64, 40)).astype(np.float32)
+    assert x.size >= PARALLEL_ELEMENTS
+    b = rng.standard_normal(40).astype(np.float32)
+
+    def kernel(op, attrs, *args):
+        ctx = types.SimpleNamespace(xp=xp, device=device, attrs=attrs, op_type=op,
+                                    node_name=op, output_dtypes=[dtypes.float32])
+        return rt.find_kernel(op, "CPU").factory(ctx)(*args)
+
+    def no_host_array(*a, **k):
+        raise AssertionError("a host array allocated for a non-numpy array module")
+    monkeypatch.setattr(np, "empty", no_host_array)  # (xp.empty holds the real one)
+    np.testing.assert_array_equal(kernel("Relu", {}, x), np.maximum(x, 0))
+    np.testing.assert_array_equal(kernel("BiasAdd", {"data_format": "NHWC"}, x, b), x + b)
+    np.testing.assert_array_equal(kernel("ReluGrad", {}, x, x), x * (x > 0))
+    np.testing.assert_allclose(kernel("BiasAddGrad", {"data_format": "NHWC"}, x),
+                               x.sum(axis=(0, 1, 2)), rtol=1e-4)

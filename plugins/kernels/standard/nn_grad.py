@@ -107,7 +107,7 @@ def _activation_grad_kernel(fn: Callable[..., Any],
             _check_same(g, f)
             if cast:
                 g, f = g.astype(cdt), f.astype(cdt)
-            elif g.size >= PARALLEL_ELEMENTS and g.ndim:
+            elif xp is np and g.size >= PARALLEL_ELEMENTS and g.ndim:
                 res = np.empty(g.shape, out)
 
                 def part(lo: int, hi: int) -> None:

@@ -170,7 +170,7 @@ def _relu_kernel(ctx: Any) -> Any:
     xp = ctx.xp
 
     def relu(x: Any) -> Any:
-        if x.size >= PARALLEL_ELEMENTS and x.ndim:
+        if xp is np and x.size >= PARALLEL_ELEMENTS and x.ndim:
             out = np.empty(x.shape, x.dtype)
             if row_parts(ctx, x.shape[0], x.size,
                          lambda lo, hi: np.maximum(x[lo:hi], 0, out=out[lo:hi])) is not None:
@@ -451,7 +451,7 @@ def _bias_add_kernel(ctx: Any) -> Any:
                             f"input tensor: {list(b.shape)} vs. {list(x.shape)}")
         if nchw:
             b = b.reshape((-1,) + (1,) * (x.ndim - 2))
-        if x.size >= PARALLEL_ELEMENTS:
+        if xp is np and x.size >= PARALLEL_ELEMENTS:
             out = np.empty(x.shape, np.result_type(x, b))
             if row_parts(ctx, x.shape[0], x.size,
                          lambda lo, hi: np.add(x[lo:hi], b, out=out[lo:hi])) is not None:
