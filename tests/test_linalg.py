@@ -51,6 +51,14 @@ def spd(rng, shape):
 RNG = np.random.RandomState(0)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rng():
+    """Each test draws the same values from ``RNG`` whatever ran before it in its worker
+    (the order changes with how pytest-xdist hands out tests: a pinv gradient check once
+    drew an ill-conditioned matrix and missed its tolerance)."""
+    RNG.seed(0)
+
+
 # =======================================================================================
 # values against numpy
 # =======================================================================================
