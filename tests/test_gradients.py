@@ -357,3 +357,30 @@ def test_gradient_graph_dtypes_and_shapes():
     out = _run(g, [gx, gb], {x: np.zeros((4, 3), np.float32), b: np.zeros(3, np.float32)})
     np.testing.assert_allclose(out[0], np.full((4, 3), 0.25), rtol=1e-6)
     np.testing.assert_allclose(out[1], np.ones(3), rtol=1e-6)
+
+
+def test_an_x_with_several_consumers_is_summed_once_and_grad_ys_get_identities():
+    """As in TF: the gradient of an ``x`` that several ops consume is one AddN (the
+    backward walk's sum, reused for the result, not summed again); each given grad_y
+    becomes ``gradients/grad_ys_<i>``, an Identity (of a Const ``grad_y_<i>`` for an
+    array), which is what a gradient equal to it is fetched as."""
+    with tf.Graph().as_default() as g:
+        x = tf.constant(np.ones((2, 4, 4, 3), np.float32))
+        mx = tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        av = tf.nn.avg_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+        gx, = tf.gradients(tf.reduce_sum(mx * mx) + tf.reduce_sum(av), [x])
+        addns = [o for o in g.get_operations() if o.type == "AddN"]
+        assert [o.name for o in addns] == ["gradients/AddN", "gradients/AddN_1"]
+        assert gx.name == "gradients/AddN_1:0"
+        y = x * 2.0
+        gys = tf.gradients(y, [x, y], grad_ys=np.full((2, 4, 4, 3), 3, np.float32))
+        assert gys[1].name == "gradients_1/grad_ys_0:0" and gys[1].op.type == "Identity"
+        assert gys[1].op.inputs[0].op.name == "gradients_1/grad_y_0"
+        mine = tf.constant(np.ones((2, 4, 4, 3), np.float32), name="mine")
+        gys = tf.gradients(y, [x, y], grad_ys=mine)
+        assert gys[1].name == "gradients_2/grad_ys_0:0"
+        assert gys[1].op.inputs[0] is mine
+        with tf.Session() as s:
+            got = s.run([gx, gys[0]])
+    np.testing.assert_allclose(got[1], np.full((2, 4, 4, 3), 2, np.float32))
+    assert got[0].shape == (2, 4, 4, 3)

@@ -179,10 +179,13 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
                 with _maybe_colocate(y.op, colocate_gradients_with_ops):
                     gy = api_function("ones_like")(y, name=f"grad_ys_{i}")
             else:
-                gy = convert_to_tensor(gy, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")
+                gy = convert_to_tensor(gy, dtype=y.dtype.base_dtype, name=f"grad_y_{i}")
                 if not gy.shape.is_compatible_with(y.shape):
                     raise ValueError(f"grad_ys[{i}] has shape {gy.shape}, which is "
                                      f"incompatible with ys[{i}] shape {y.shape}")
+                # TF gives each grad_y an Identity in the gradients' scope (what a
+                # gradient equal to grad_ys is fetched as)
+                gy = apply_op("Identity", name=f"grad_ys_{i}", input=gy)
             init.append(gy)
 
         return backprop(ys, init, xs, stops, colocate_gradients_with_ops,
@@ -290,6 +293,9 @@ def backprop(ys: list[Tensor], init: list[Tensor], xs: list[Tensor], stops: list
         op = ready.popleft()
         outs = outputs_of(op)
         out_grads = [_aggregate(grads.get(t), t, op, aggregation_method) for t in outs]
+        for t, og in zip(outs, out_grads):  # summed once: an x's result reuses the sum
+            if og is not None:
+                grads[t] = [og]
         if isinstance(op, _LoopUnit) or op.type not in _SLICES_PASS_THROUGH:
             out_grads = [convert_to_tensor(og) if isinstance(og, IndexedSlices) else og
                          for og in out_grads]
