@@ -19,6 +19,19 @@ def two_threads():
     yield
     cpu.set_intra_op_threads(old)
 
+@pytest.fixture
+def pmap_calls(monkeypatch):
+    """The part counts of every ``parallel_map`` call made during the test."""
+    calls = []
+    real_pmap = cpu.parallel_map
+
+    def pmap(fn, n):
+        calls.append(n)
+        return real_pmap(fn, n)
+    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    return calls
+
+
 
 def test_parallel_map_returns_results_in_order_and_uses_another_thread(two_threads):
     seen = set()
@@ -133,7 +146,7 @@ def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monke
                                      ((1201, 16, 300), "one thread"),
                                      ((300, 320, 400), "blas")])
 def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn, how,
-                                                       monkeypatch):
+                                                       monkeypatch, pmap_calls):
     """A product over SMALL_GEMM_FLOPS with every side at least SPLIT_MIN_SIDE is split
     over the intra-op threads along the result's longer side (rows or columns); one
     with a thinner side runs on one thread, BLAS never running its own threads in
@@ -142,13 +155,7 @@ def test_large_matmul_split_over_threads_matches_numpy(two_threads, ta, tb, mkn,
     from flowrt.plugins.kernels.standard import math_ops
     from flowrt.plugins.kernels.standard.math_ops import SMALL_GEMM_FLOPS
     assert math_ops.SPLIT_LARGE_GEMMS  # the default
-    calls, blas_threads = [], []
-    real_pmap = cpu.parallel_map
-
-    def pmap(fn, n):
-        calls.append(n)
-        return real_pmap(fn, n)
-    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    calls, blas_threads = pmap_calls, []
     real_matmul = np.matmul
 
     def matmul(*args, **kw):
@@ -245,18 +252,12 @@ def test_split_update_results_own_their_memory(two_threads):
 
 
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
-def test_large_elementwise_kernels_run_in_row_ranges(two_threads, fmt, monkeypatch):
+def test_large_elementwise_kernels_run_in_row_ranges(two_threads, fmt, pmap_calls):
     """Relu, BiasAdd, ReluGrad and BiasAddGrad over at least PARALLEL_ELEMENTS values
     run in ranges of the leading axis on the intra-op threads and give numpy's results
     (NaN and infinities where they were, integer Relu in its dtype)."""
     from flowrt.plugins.kernels.standard._common import PARALLEL_ELEMENTS
-    calls = []
-    real_pmap = cpu.parallel_map
-
-    def pmap(fn, n):
-        calls.append(n)
-        return real_pmap(fn, n)
-    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    calls = pmap_calls
     rng = np.random.default_rng(21)
     shape = (9, 32, 64, 64) if fmt == "NCHW" else (9, 64, 64, 32)
     assert np.prod(shape) >= PARALLEL_ELEMENTS
@@ -287,17 +288,11 @@ def test_large_elementwise_kernels_run_in_row_ranges(two_threads, fmt, monkeypat
 
 
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
-def test_large_pooling_runs_in_batch_ranges(fmt, monkeypatch):
+def test_large_pooling_runs_in_batch_ranges(fmt, pmap_calls):
     """MaxPool and AvgPool over at least PARALLEL_ELEMENTS values run in batch ranges on
     the intra-op threads, with the results of the one-thread computation (which padding
     and window counts already test elsewhere) and of numpy for a tiling 2x2 max pool."""
-    calls = []
-    real_pmap = cpu.parallel_map
-
-    def pmap(fn, n):
-        calls.append(n)
-        return real_pmap(fn, n)
-    monkeypatch.setattr(cpu, "parallel_map", pmap)
+    calls = pmap_calls
     rng = np.random.default_rng(22)
     shape = (10, 28, 28, 160)
     x = rng.standard_normal(shape).astype(np.float32)

@@ -186,3 +186,12 @@ def row_parts(ctx: Any, n_rows: int, size: int,
         return None
     step = -(-n_rows // min(n_rows, 2 * threads))
     return pmap(lambda i: fn(i * step, min(n_rows, (i + 1) * step)), -(-n_rows // step))
+
+
+def sum_parts(parts: list[Any]) -> Any:
+    """The sum of the partial results ``parts`` (a batch-split reduction's), added into
+    the first one."""
+    total = parts[0]
+    for part in parts[1:]:
+        total += part
+    return total

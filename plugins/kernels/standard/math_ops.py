@@ -1751,24 +1751,27 @@ def small_gemm_single_threaded(ctx: Any, fn: Callable[[Any, Any], Any], k_axis: 
         # the operand on that side (BLAS copies an operand into panels on every call)
         m, n = a.shape[m_axis], b.shape[n_axis]
         parts = SPLIT_PARTS_PER_THREAD * threads
-        into = fn_into is not None and a.dtype == b.dtype and a.dtype in _INTO_DTYPES
-        out = xp.empty((m, n), dtype=a.dtype) if into else None
         if n > m:
             step = -(-n // parts)
-            cols = (lambda i: b[:, i * step:(i + 1) * step]) if n_axis == 1 else \
+            count, axis = -(-n // step), 1
+            a_of = lambda i: a  # noqa: E731
+            b_of = (lambda i: b[:, i * step:(i + 1) * step]) if n_axis == 1 else \
                 (lambda i: b[i * step:(i + 1) * step])
-            if into:
-                pmap(lambda i: fn_into(a, cols(i), out[:, i * step:(i + 1) * step]),
-                     -(-n // step))
-                return out
-            return xp.concatenate(pmap(lambda i: fn(a, cols(i)), -(-n // step)), axis=1)
-        step = -(-m // parts)
-        rows = (lambda i: a[i * step:(i + 1) * step]) if m_axis == 0 else \
-            (lambda i: a[:, i * step:(i + 1) * step])
-        if into:
-            pmap(lambda i: fn_into(rows(i), b, out[i * step:(i + 1) * step]), -(-m // step))
-            return out
-        return xp.concatenate(pmap(lambda i: fn(rows(i), b), -(-m // step)), axis=0)
+        else:
+            step = -(-m // parts)
+            count, axis = -(-m // step), 0
+            a_of = (lambda i: a[i * step:(i + 1) * step]) if m_axis == 0 else \
+                (lambda i: a[:, i * step:(i + 1) * step])
+            b_of = lambda i: b  # noqa: E731
+        if fn_into is None or a.dtype != b.dtype or a.dtype not in _INTO_DTYPES:
+            return xp.concatenate(pmap(lambda i: fn(a_of(i), b_of(i)), count), axis=axis)
+        out = xp.empty((m, n), dtype=a.dtype)
+
+        def into(i: int) -> None:
+            block = slice(i * step, (i + 1) * step)
+            fn_into(a_of(i), b_of(i), out[:, block] if axis else out[block])
+        pmap(into, count)
+        return out
 
     adapt = getattr(ctx.device, "adapt_threads", None) or (lambda: None)
 

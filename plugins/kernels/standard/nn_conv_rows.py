@@ -29,11 +29,14 @@ fault in, no zero fill). Batch chunks run side by side through
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Any, Callable
 
 import numpy as np
+
+from ._common import sum_parts
 
 #: the size of one batch chunk's patches in a CPU convolution (see :func:`batch_parts`)
 CHUNK_BYTES = 8 << 20
@@ -135,6 +138,11 @@ class RowGeometry:
         return self.sh * self.hq * self.ow * self.kw * self.c * itemsize
 
 
+#: the geometry of a convolution's shapes and attributes, made once per shape (a kernel
+#: asks for it at every call)
+geometry = functools.lru_cache(maxsize=256)(RowGeometry)
+
+
 def usable(xp: Any, geo: RowGeometry) -> bool:
     """Whether a convolution of this geometry takes the row path here."""
     return (ENABLED and xp is np and geo.kw * geo.c >= MIN_ROW_DEPTH and geo.oh > 0
@@ -198,10 +206,7 @@ def taps_filter_grad(ctx: Any, x: Any, dy: Any, geo: RowGeometry) -> Any:
 
     parts = batch_parts(ctx, n, geo.kh * geo.kw * geo.c * geo.oh * geo.ow * x.itemsize,
                         part, ROW_CHUNK_BYTES)
-    total = parts[0]
-    for p in parts[1:]:
-        total += p
-    return total.reshape(geo.kh, geo.kw, geo.c, f)
+    return sum_parts(parts).reshape(geo.kh, geo.kw, geo.c, f)
 
 
 def _buffer(key: tuple, shape: tuple, dtype: Any) -> Any:
@@ -288,12 +293,10 @@ def filter_grad(ctx: Any, x: Any, dy: Any, geo: RowGeometry) -> Any:
         return dw
 
     parts = batch_parts(ctx, n, geo.patch_bytes(x.itemsize), part, ROW_CHUNK_BYTES)
-    total = parts[0]
-    for p in parts[1:]:
-        total += p
-    return total.reshape(geo.kh, geo.kw, geo.c, f)
+    return sum_parts(parts).reshape(geo.kh, geo.kw, geo.c, f)
 
 
+@functools.lru_cache(maxsize=256)
 def input_grad_geometry(h: int, w: int, c: int, kh: int, kw: int, oh: int, ow: int,
                         pt: int, pl: int, dh: int, dw: int, f: int) -> RowGeometry | None:
     """For a stride-1 convolution (input [., h, w, c], output [., oh, ow, f], padding
@@ -303,7 +306,7 @@ def input_grad_geometry(h: int, w: int, c: int, kh: int, kw: int, oh: int, ow: i
     top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
     if top < 0 or left < 0:
         return None
-    return RowGeometry(oh, ow, f, kh, kw, h, w, top, left, 1, 1, dh, dw)
+    return geometry(oh, ow, f, kh, kw, h, w, top, left, 1, 1, dh, dw)
 
 
 def flipped_filter(w: Any) -> Any:

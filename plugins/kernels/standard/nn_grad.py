@@ -26,7 +26,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 from ._common import constant_value, ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from ._common import host_reader
-from ._common import PARALLEL_ELEMENTS, row_parts
+from ._common import PARALLEL_ELEMENTS, row_parts, sum_parts
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
 from . import nn_conv_rows as _rows
@@ -365,10 +365,7 @@ def _bias_add_grad_kernel(ctx: Any) -> Callable:
         parts = row_parts(ctx, g.shape[0], g.size,
                           lambda lo, hi: xp.sum(g[lo:hi], axis=axes, dtype=cdt))
         if parts is not None:
-            total = parts[0]
-            for p in parts[1:]:
-                total += p
-            return total.astype(out, copy=False)
+            return sum_parts(parts).astype(out, copy=False)
         return xp.sum(g, axis=axes, dtype=cdt).astype(out, copy=False)
 
     return bias_add_grad
@@ -579,10 +576,11 @@ def _conv2d_backprop_filter_kernel(ctx: Any) -> Callable:
         geo.check_out_backprop(dy.shape, (n, oh, ow, fo))
         if dy.size == 0 or x.size == 0 or kh * kw * fc * fo == 0:
             return xp.zeros((kh, kw, fc, fo), dtype=out_dt)
-        rows = _rows.RowGeometry(h, wd, c, kh, kw, oh, ow, pt, pl, geo.sh, geo.sw, geo.dh,
-                                 geo.dw)
-        if _rows.usable(xp, rows) or _rows.usable_taps(xp, rows):
-            grad = _rows.filter_grad if _rows.usable(xp, rows) else _rows.taps_filter_grad
+        rows = _rows.geometry(h, wd, c, kh, kw, oh, ow, pt, pl, geo.sh, geo.sw, geo.dh,
+                              geo.dw)
+        grad = _rows.filter_grad if _rows.usable(xp, rows) else \
+            _rows.taps_filter_grad if _rows.usable_taps(xp, rows) else None
+        if grad is not None:
             dw = grad(ctx, x.astype(cdt, copy=False), dy.astype(cdt, copy=False), rows)
             return dw.astype(out_dt, copy=False)
         xc = x.astype(cdt, copy=False)
@@ -596,10 +594,7 @@ def _conv2d_backprop_filter_kernel(ctx: Any) -> Callable:
                                      (geo.dh, geo.dw))
             return xp.matmul(patches.reshape(-1, k).T, dyc[lo:hi].reshape(-1, fo))
 
-        parts = batch_parts(ctx, n, oh * ow * k * xc.itemsize, part)
-        dw = parts[0]
-        for p in parts[1:]:
-            dw += p
+        dw = sum_parts(batch_parts(ctx, n, oh * ow * k * xc.itemsize, part))
         return dw.reshape(kh, kw, c, fo).astype(out_dt, copy=False)
 
     return conv2d_backprop_filter

@@ -1165,7 +1165,7 @@ def _conv2d_kernel(ctx: Any) -> Any:
             ow, pl, pr = _windowed_size(wd, (kw - 1) * dw + 1, sw, padding, *explicit[1])
         except ValueError as e:
             raise errors.InvalidArgumentError(None, None, str(e)) from None
-        rows = _rows.RowGeometry(h, wd, c, kh, kw, oh, ow, pt, pl, sh, sw, dh, dw)
+        rows = _rows.geometry(h, wd, c, kh, kw, oh, ow, pt, pl, sh, sw, dh, dw)
         if oh == 0 or ow == 0 or n == 0 or fo == 0:
             out = xp.zeros((n, oh, ow, fo), dtype=out_dt)
         elif _rows.usable(xp, rows):
