@@ -140,6 +140,69 @@ def test_array_kernels_do_not_run_on_the_gpu_type_unless_listed():
     assert rt.find_kernel("_Send", "GPU") is not None  # framework op: every device
 
 
+def test_the_kernel_wrapper_copies_only_what_is_on_the_host():
+    """The wrapper of a GPU kernel, on a stand-in array module (no GPU needed): inputs
+    already on the device reach the kernel as they are, host arrays and Python scalars
+    are copied over first, every call runs inside the device's activation, and an
+    out-of-memory error becomes ResourceExhaustedError naming the node and device."""
+    from flowrt.op_registry import KernelDef
+
+    class DevArray(np.ndarray):
+        pass
+
+    class OOM(Exception):
+        pass
+
+    copied, active = [], []
+
+    class Active:
+        def __enter__(self):
+            active.append(1)
+
+        def __exit__(self, *exc):
+            active.pop()
+
+    def from_host(x):
+        copied.append(x)
+        return np.asarray(x).view(DevArray)
+
+    xp = SimpleNamespace(ndarray=DevArray, cuda=SimpleNamespace(
+        memory=SimpleNamespace(OutOfMemoryError=OOM)))
+    dev = SimpleNamespace(xp=xp, activate=lambda: Active(), from_host=from_host,
+                          name="/device:GPU:0")
+    seen = []
+
+    def base_factory(ctx):
+        def add(a, b):
+            assert active == [1]
+            seen.append((a, b))
+            if getattr(a, "ndim", 0) == 2:
+                raise OOM("out of memory allocating 8 bytes")
+            return a + b
+        return add
+
+    rt = default_runtime()
+    wrapped = cuda_k._wrap(KernelDef("AddV2", base_factory, "*"), rt.op_defs["AddV2"])
+    ctx = SimpleNamespace(device=dev, attrs={"T": tf.float32},
+                          input_dtypes=[tf.float32, tf.float32], node_name="the_add",
+                          op_type="AddV2")
+    add = wrapped.factory(ctx)
+    a = np.float32([1, 2]).view(DevArray)
+    b = np.float32([3, 4]).view(DevArray)
+    out = add(a, b)
+    assert copied == [] and seen[-1][0] is a and seen[-1][1] is b
+    np.testing.assert_array_equal(out, [4, 6])
+    host = np.float32([5, 6])
+    out = add(a, host)
+    assert len(copied) == 1 and copied[0] is host and type(seen[-1][1]) is DevArray
+    np.testing.assert_array_equal(out, [6, 8])
+    add(a, 2.0)
+    assert len(copied) == 2 and copied[1] == 2.0
+    with pytest.raises(errors.ResourceExhaustedError, match="'the_add'.*GPU:0"):
+        add(np.ones((2, 2), np.float32).view(DevArray), b)
+    assert active == []
+
+
 # -- with a GPU -------------------------------------------------------------------------
 def _placed(md: Any) -> dict[str, str]:
     """{node name: device} from a FULL_TRACE run's step stats."""

@@ -233,6 +233,35 @@ def test_bias_add_grad_op_and_its_gradient(fmt):
           feed_shapes=[None])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 28, 28, 32), (300, 1024), (4, 4096, 1)])
+def test_large_nhwc_bias_add_grad_is_a_column_sum(dtype, shape):
+    # the product-with-ones path: sums against float64 within float32 rounding, NaN and
+    # infinities only in their own channels, a non-contiguous input, and the NCHW layout
+    # of the same values (numpy's sum) agrees
+    rng = np.random.default_rng(5)
+    dy = rng.standard_normal(shape).astype(dtype)
+    dy.reshape(-1, shape[-1])[7, 0] = np.nan
+    if shape[-1] > 2:
+        dy.reshape(-1, shape[-1])[3, 2] = np.inf
+    want = dy.astype(np.float64).reshape(-1, shape[-1]).sum(0)
+    g = tf.Graph()
+    with g.as_default():
+        t = tf.constant(dy)
+        outs = [apply_op("BiasAddGrad", out_backprop=t),
+                apply_op("BiasAddGrad", out_backprop=tf.transpose(tf.transpose(t)[::1])),
+                apply_op("BiasAddGrad", out_backprop=tf.transpose(
+                    t, [0, len(shape) - 1] + list(range(1, len(shape) - 1))),
+                    data_format="NCHW") if len(shape) == 4 else tf.constant(want, dtype)]
+        with tf.Session() as s:
+            got = s.run(outs)
+    for r in got:
+        assert r.dtype == dtype and r.shape == (shape[-1],)
+        np.testing.assert_allclose(r, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-2 if dtype == np.float32 else 1e-9)
+        assert np.isnan(r[0]) and (shape[-1] <= 2 or r[2] == np.inf)
+
+
 def test_l2_loss():
     check(tf.nn.l2_loss, normal(3, 2))
 

@@ -264,6 +264,142 @@ def test_concurrent_updates_are_not_lost(use_locking):
     assert np.all(sv[::2] == n) and np.all(sv[1::2] == 0)
 
 
+# -- updates in place ----------------------------------------------------------------------
+IN_PLACE = ["ApplyGradientDescent", "ApplyMomentum", "ApplyMomentumNesterov", "ApplyAdam",
+            "ApplyAdamNesterov"]
+
+
+@pytest.fixture
+def sole_checks(monkeypatch):
+    """What each update's check for writing in place answered, in order."""
+    answers = []
+    real = tops._sole_holder
+
+    def spy(refs, vals, npdt, args):
+        answers.append(real(refs, vals, npdt, args))
+        return answers[-1]
+
+    monkeypatch.setattr(tops, "_sole_holder", spy)
+    return answers
+
+
+def _in_place_graph(name, dtype, var0, read_first=False):
+    """The update ``name`` of a variable holding ``var0``: (graph, var, slot variables,
+    grad placeholder, update op, reads). With ``read_first`` the update runs after
+    ``reads``, each variable's value read in the same step by a kernel whose result is a
+    view of it (``Reshape``)."""
+    fn, slots, inits, scalars, _, extra = KERNELS[name]
+    npdt = dtype.np
+    g = tf.Graph()
+    with g.as_default():
+        var = tf.Variable(np.asarray(var0, npdt), name="var")
+        slot_vars = [tf.Variable(np.full(np.shape(var0), v, npdt), name=n)
+                     for n, v in zip(slots, inits)]
+        grad = tf.placeholder(dtype, np.shape(var0), name="grad")
+        sc = {k: tf.constant(v, dtype=dtype, name=k) for k, v in scalars.items()}
+        reads = [tf.reshape(x.value(), [-1]) for x in [var] + slot_vars] if read_first \
+            else []
+        with tf.control_dependencies(reads):
+            if name.startswith("ApplyMomentum"):
+                out = fn(var, slot_vars[0], sc["lr"], grad, sc["momentum"], **extra)
+            elif name == "ApplyGradientDescent":
+                out = fn(var, sc["alpha"], grad)
+            else:
+                out = fn(var, *slot_vars, *sc.values(), grad, **extra)
+    return g, var, slot_vars, grad, out.op, reads
+
+
+@pytest.mark.parametrize("name", IN_PLACE)
+@pytest.mark.parametrize("dtype,size", [(tf.float64, 5), (tf.float32, 5),
+                                        (tf.float32, (1 << 20) + 37)])
+def test_updates_write_in_place_with_the_same_bits(name, dtype, size, sole_checks):
+    # Nobody holds the values between steps (nothing is fetched): each update writes into
+    # them, in the order of TF's functor, so the numpy formulas give the same bits; the
+    # large case runs in ranges on the intra-op threads
+    _, slots, inits, scalars, np_fn, extra = KERNELS[name]
+    npdt = dtype.np
+    rng = np.random.default_rng(size)
+    var0 = rng.standard_normal(size).astype(npdt)
+    grads = [rng.standard_normal(size).astype(npdt) for _ in range(3)]
+    g, var, slot_vars, grad, op, _ = _in_place_graph(name, dtype, var0)
+    state = {"var": var0.copy(), **{n: np.full(size, v, npdt) for n, v in zip(slots, inits)}}
+    hp = {k: npdt.type(v) for k, v in scalars.items()}
+    kw = {"nesterov": True} if extra.get("use_nesterov") else {}
+    with tf.Session(graph=g, config=tf.ConfigProto(intra_op_parallelism_threads=2)) as s:
+        s.run(tf.global_variables_initializer())
+        for gr in grads:
+            s.run(op, {grad: gr})
+            np_fn(state, gr, *hp.values(), **kw)
+        got = s.run([var] + slot_vars)
+    assert sole_checks == [True] * len(grads)
+    for k, v in zip(["var"] + slots, got):
+        assert v.dtype == npdt
+        np.testing.assert_array_equal(v, state[k], err_msg=k)
+
+
+@pytest.mark.parametrize("name", IN_PLACE)
+def test_a_value_somebody_holds_is_not_written(name, sole_checks):
+    # Views of the values, made earlier in the same step, are fetched: the update must
+    # not change them under the reader, so it stores new arrays instead
+    g, var, slot_vars, grad, op, reads = _in_place_graph(name, tf.float64,
+                                                         [1.0, -2.0, 3.0], read_first=True)
+    with tf.Session(graph=g) as s:
+        s.run(tf.global_variables_initializer())
+        s.run(op, {grad: [0.5, 0.5, 0.5]})
+        before = s.run([var] + slot_vars)
+        got = s.run(reads + [op], {grad: [1.0, -1.0, 2.0]})[:-1]
+        for h, b in zip(got, before):
+            np.testing.assert_array_equal(h, b)
+        assert not np.array_equal(s.run(var), before[0])
+    assert sole_checks == [True, False]
+    # the gradient applied is the variable's own value, read in the same step
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.array([1.0, 2.0]))
+        step = tf.train.GradientDescentOptimizer(0.5).apply_gradients([(v.value(), v)])
+    with tf.Session(graph=g) as s:
+        s.run(tf.global_variables_initializer())
+        s.run(step)
+        np.testing.assert_array_equal(s.run(v), [0.5, 1.0])
+
+
+def test_a_reader_racing_an_in_place_update_sees_a_whole_value(sole_checks):
+    # Updates in place of a 4M-element variable (all elements equal) racing fetches of it
+    # from another thread: every fetched value is one step's, never half of two
+    n_el = 1 << 22
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.zeros(n_el, np.float32))
+        step = tf.train.GradientDescentOptimizer(1.0).apply_gradients(
+            [(tf.ones([n_el]), v)])
+    with tf.Session(graph=g, config=tf.ConfigProto(intra_op_parallelism_threads=2)) as s:
+        s.run(tf.global_variables_initializer())
+        stop = threading.Event()
+        seen, torn = [], []
+
+        def read():
+            while not stop.is_set():
+                a = s.run(v)
+                lo, hi = float(a.min()), float(a.max())
+                seen.append(lo)
+                if lo != hi:
+                    torn.append((lo, hi))
+                del a
+
+        t = threading.Thread(target=read)
+        t.start()
+        try:
+            for _ in range(40):
+                s.run(step)
+        finally:
+            stop.set()
+            t.join(30)
+        assert not t.is_alive()
+        assert s.run(v)[0] == -40.0
+    assert torn == [] and len(seen) > 0
+    assert True in sole_checks  # (the updates that found no reader wrote in place)
+
+
 # -- kernel errors ---------------------------------------------------------------------
 def test_uninitialized_slot_fails_precondition():
     g = tf.Graph()

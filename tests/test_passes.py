@@ -19,7 +19,7 @@ from flowrt.proto.rewriter_config_pb2 import RewriterConfig
 from flowrt.runtime import Runtime, default_runtime
 
 PASS_NAMES = ["constant_folding", "common_subgraph_elimination", "dependency_optimization",
-              "model_pruning", "elementwise_fusion"]
+              "model_pruning", "remapping", "elementwise_fusion"]
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def test_passes_are_registered_in_order_by_the_standard_plugin():
     rt = default_runtime()
     ours = [p for p in rt.graph_passes if p.plugin == "standard"]
     assert [p.name for p in ours] == PASS_NAMES
-    assert [p.order for p in ours] == [10, 20, 30, 150, 200]
+    assert [p.order for p in ours] == [10, 20, 30, 150, 190, 200]
     assert all(p.enabled_by_default for p in ours)
     # each field of RewriterConfig named like a pass is a Toggle, OFF switches it off
     rc = RewriterConfig()
@@ -457,7 +457,7 @@ def _placed_names(x: Any, y: Any, config: Any = None) -> set[str]:
         return set(s.placement(y, [x]))
 
 
-@pytest.mark.parametrize("name", PASS_NAMES)
+@pytest.mark.parametrize("name", [n for n in PASS_NAMES if n != "remapping"])  # (below)
 def test_each_pass_can_be_switched_off_by_env_and_config(g, name, monkeypatch):
     x, y = _switch_graph()
     on = _placed_names(x, y)
@@ -556,7 +556,7 @@ def test_third_party_pass_runs_in_order_with_the_standard_ones():
     assert [p.name for p in rt.graph_passes] == [
         "early_probe", "constant_folding", "common_subgraph_elimination",
         "dependency_optimization", "middle_probe",
-        "model_pruning", "elementwise_fusion", "late_probe"]
+        "model_pruning", "remapping", "elementwise_fusion", "late_probe"]
     graph = tf.Graph(runtime=rt)
     with graph.as_default():
         x = tf.placeholder(tf.float32, [2], name="x")
@@ -737,3 +737,123 @@ def test_random_graph_strategy_exercises_every_pass():
     assert sorted(m.node.type for m in ops) == ["Add", "Const", "Mul", "Sin", "Tanh"]
     plain = {**prog}
     assert _outcome(plain)[0] == _outcome(prog)[0]
+
+
+# -- remapping: Conv2D + BiasAdd (+ Relu / Relu6) -> _FusedConv2D -----------------------------
+def _conv_chain(act, dtype, c, padding="SAME", strides=(1, 1)):
+    """A conv layer's chain and its gradients: (x, [outputs], feed)."""
+    rng = np.random.default_rng(c)
+    npdt = dtype.np
+    xs = rng.standard_normal((3, 9, 8, c)).astype(npdt)
+    x = tf.placeholder(dtype, [None, 9, 8, c], name="x")
+    w = tf.constant(rng.standard_normal((5, 3, c, 6)).astype(npdt), name="w")
+    b = tf.constant(rng.standard_normal(6).astype(npdt), name="b")
+    h = tf.nn.conv2d(x, w, [1, *strides, 1], padding, name="cv")
+    h = tf.nn.bias_add(h, b, name="cb")
+    if act is not None:
+        h = act(h, name="ca")
+    loss = tf.reduce_sum(h * h)
+    return x, [h, *tf.gradients(loss, [x, w, b])], {x: xs}
+
+
+@pytest.mark.parametrize("act", [None, tf.nn.relu, tf.nn.relu6])
+@pytest.mark.parametrize("dtype,c,padding,strides", [
+    (tf.float32, 1, "SAME", (1, 1)),     # tap-major path
+    (tf.float32, 8, "VALID", (2, 1)),    # im2col path
+    (tf.float32, 32, "SAME", (1, 2)),    # width-row path
+    (tf.float64, 32, "VALID", (1, 1))])
+def test_remapping_fuses_the_conv_chain_bit_for_bit(g, act, dtype, c, padding, strides):
+    x, outs, feed = _conv_chain(act, dtype, c, padding, strides)
+    root = outs[0].op.name
+    ir = all_passes(step_ir(outs, [x]))
+    fused = ir.nodes[root]
+    assert fused.type == "_FusedConv2D"
+    assert "cv" not in ir.nodes and (root == "cb" or "cb" not in ir.nodes)
+    assert list(fused.node_attrs["fused_ops"]) == ["BiasAdd"] + (
+        [] if act is None else [outs[0].op.type])
+    assert fused.node_attrs["strides"] == [1, *strides, 1]
+    assert fused.node_attrs["padding"] == padding and fused.node_attrs["num_args"] == 1
+    assert [s for s, _ in fused.inputs] == ["_arg_x_0", "w", "b"]
+    with tf.Session() as s:
+        on = s.run(outs, feed)
+        assert "cv" not in s.placement(outs, [x])
+    with tf.Session(config=rewrite_config(remapping=RewriterConfig.OFF)) as s:
+        off = s.run(outs, feed)
+        assert "cv" in s.placement(outs, [x])
+    for a, b_ in zip(on, off):
+        assert a.dtype == dtype.np and bits(a) == bits(b_)
+
+
+def test_remapping_keeps_chains_it_must_not_fuse(g):
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [2, 6, 6, 3], name="x")
+    w = tf.constant(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    b = tf.constant(rng.standard_normal(4).astype(np.float32))
+
+    def chain(tag):
+        # (a filter of its own, so that CSE merges no two chains)
+        wt = tf.constant(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+        return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, wt, [1, 1, 1, 1], "SAME",
+                                                      name=f"{tag}_cv"), b, name=f"{tag}_cb"),
+                          name=f"{tag}_ca")
+
+    fetched = chain("fetched")          # the conv output is fetched too
+    shared = chain("shared")            # the bias output has a second reader
+    other = tf.sigmoid(tf.get_default_graph().get_tensor_by_name("shared_cb:0"))
+    gated = chain("gated")              # a control edge waits on the bias output
+    with tf.control_dependencies([tf.get_default_graph().get_operation_by_name("gated_cb")]):
+        after = tf.identity(x)
+    half = tf.nn.bias_add(tf.nn.conv2d(tf.cast(x, tf.float16), tf.cast(w, tf.float16),
+                                       [1, 1, 1, 1], "SAME", name="half_cv"),
+                          tf.cast(b, tf.float16), name="half_cb")
+    cv_out = tf.get_default_graph().get_tensor_by_name("fetched_cv:0")
+    outs = [fetched, cv_out, shared, other, gated, after, half]
+    ir = all_passes(step_ir(outs, [x]))
+    for tag in ("fetched", "half"):
+        assert ir.nodes[f"{tag}_cv"].type == "Conv2D", tag
+    # the activation stays out where the bias output has another reader or a control
+    # edge waits on it (the fused node keeps the bias's name)
+    for tag in ("shared", "gated"):
+        assert ir.nodes[f"{tag}_cb"].type == "_FusedConv2D" and f"{tag}_cv" not in ir.nodes
+        assert list(ir.nodes[f"{tag}_cb"].node_attrs["fused_ops"]) == ["BiasAdd"]
+        assert ir.nodes[f"{tag}_ca"].type == "Relu"
+    xs = rng.standard_normal((2, 6, 6, 3)).astype(np.float32)
+    with tf.Session() as s:
+        got = s.run(outs, {x: xs})
+    with tf.Session(config=rewrite_config(remapping=RewriterConfig.OFF)) as s:
+        want = s.run(outs, {x: xs})
+    assert all(bits(a) == bits(w_) for a, w_ in zip(got, want))
+
+
+def test_remapping_is_switched_off_by_env_and_config(g, monkeypatch):
+    x, outs, feed = _conv_chain(tf.nn.relu, tf.float32, 4)
+
+    def placed(config=None):
+        with tf.Session(config=config) as s:
+            s.run(outs, feed)
+            return set(s.placement(outs, [x]))
+
+    assert {"cv", "cb"}.isdisjoint(placed())
+    assert {"cv", "cb"} <= placed(rewrite_config(remapping=RewriterConfig.OFF))
+    monkeypatch.setenv("FLOWRT_DISABLE_PASSES", "remapping")
+    assert {"cv", "cb"} <= placed()
+
+
+def test_fused_conv2d_kernel_errors(g):
+    from flowrt.graph import apply_op
+    x = tf.zeros([1, 4, 4, 2])
+    w = tf.zeros([3, 3, 2, 5])
+    conv = dict(strides=[1, 1, 1, 1], padding="SAME")
+    bad_bias = apply_op("_FusedConv2D", name="fc", input=x, filter=w, args=[tf.zeros([4])],
+                        fused_ops=["BiasAdd"], **conv)
+    bad_ops = apply_op("_FusedConv2D", name="fc", input=x, filter=w, args=[tf.zeros([5])],
+                       fused_ops=["BiasAdd", "Elu"], **conv)
+    ok = apply_op("_FusedConv2D", name="fc", input=x, filter=w, args=[tf.ones([5])],
+                  fused_ops=["BiasAdd", "Relu6"], **conv)
+    assert ok.shape.as_list() == [1, 4, 4, 5]
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(ok), np.ones((1, 4, 4, 5), np.float32))
+        with pytest.raises(errors.InvalidArgumentError, match="as many biases"):
+            s.run(bad_bias)
+        with pytest.raises(errors.UnimplementedError, match="Elu"):
+            s.run(bad_ops)

@@ -18,11 +18,16 @@ DEFAULT_CONTAINER = "localhost"
 class VarRef:
     """The persistent tensor behind a ``VariableV2`` node (a TF1 reference tensor).
 
-    ``value`` is None until assigned. Values are never mutated in place: an assignment
-    stores a new array, so readers of the old value keep a consistent snapshot.
+    ``value`` is None until assigned. A value somebody else holds is never mutated in
+    place: an assignment stores a new array, so readers of the old value keep a
+    consistent snapshot. An optimizer's update may write the value in place when the
+    variable is its only holder (see ``training_ops``): it sets ``writing`` (under
+    ``lock``) before it checks that, and :meth:`read` waits for the lock while
+    ``writing`` is set, so a reader gets the value before or after the update, never
+    half of it.
     """
 
-    __slots__ = ("name", "value", "lock", "dtype", "shape")
+    __slots__ = ("name", "value", "lock", "dtype", "shape", "writing")
 
     def __init__(self, name: str, dtype: Any = None, shape: Any = None):
         self.name = name
@@ -30,9 +35,14 @@ class VarRef:
         self.lock = threading.Lock()
         self.dtype = dtype
         self.shape = shape
+        #: an update is writing ``value`` in place (readers wait for ``lock``)
+        self.writing = False
 
     def read(self) -> Any:
         v = self.value
+        if self.writing:  # (read after ``value``: see the class docstring)
+            with self.lock:
+                v = self.value
         if v is None:
             raise errors.FailedPreconditionError(
                 None, None, f"Attempting to use uninitialized value {self.name}")

@@ -216,7 +216,25 @@ def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
                     None, None, f"OOM when running node '{name}' (op '{ctx.op_type}') on "
                     f"{where}: {e}") from None
 
-        return compute
+        if host_in_l or host_out:
+            return compute
+        dev_pos = tuple(i + skip for i in dev_in)
+
+        def compute_on_device(*args: Any) -> Any:
+            # the usual case, every input already on the GPU: no conversion and no copy
+            # of the argument list (per node, on the host, while the GPU waits)
+            for j in dev_pos:
+                if type(args[j]) is not ndarray:
+                    return compute(*args)
+            try:
+                with active:
+                    return inner(*args)
+            except oom as e:
+                raise errors.ResourceExhaustedError(
+                    None, None, f"OOM when running node '{name}' (op '{ctx.op_type}') on "
+                    f"{where}: {e}") from None
+
+        return compute_on_device
 
     return KernelDef(base.op, factory, "GPU", base.kind, base.expensive,
                      tuple(sorted(host)), supports=gpu_supports(op_def))

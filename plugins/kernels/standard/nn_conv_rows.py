@@ -40,6 +40,10 @@ from ._common import sum_parts
 
 #: the size of one batch chunk's patches in a CPU convolution (see :func:`batch_parts`)
 CHUNK_BYTES = 8 << 20
+#: the least patch bytes one chunk of a split convolution gets: handing a part to a pool
+#: thread costs tens of microseconds, more than a smaller part's GEMM (a batch of two
+#: 8x8 images ran 2x faster in one part than in one per thread)
+MIN_PART_BYTES = 256 << 10
 
 
 def batch_parts(ctx: Any, n: int, bytes_per_item: int,
@@ -50,14 +54,16 @@ def batch_parts(ctx: Any, n: int, bytes_per_item: int,
     40 MB array costs its page faults on every call), at least one per intra-op thread,
     run side by side by the device's ``parallel_map`` (BLAS on one thread in each). The
     MNIST CNN's second convolution ran 1.5x (forward) to 5x (input gradient) faster in
-    chunks of 16 images than in one, on one thread. A GPU takes the whole batch.
+    chunks of 16 images than in one, on one thread. Small work stays in one part (each
+    part gets at least :data:`MIN_PART_BYTES`). A GPU takes the whole batch.
     ``chunk_bytes`` replaces :data:`CHUNK_BYTES` for one call."""
     pmap = getattr(ctx.device, "parallel_map", None)
     if ctx.xp is not np or n <= 1 or pmap is None:
         return [fn(0, n)]
     threads = max(1, int(ctx.device.parallelism()))
-    parts = -(-n * max(1, bytes_per_item) // (chunk_bytes or CHUNK_BYTES))
-    parts = min(n, -(-parts // threads) * threads)
+    total = n * max(1, bytes_per_item)
+    parts = -(-total // (chunk_bytes or CHUNK_BYTES))
+    parts = min(n, -(-parts // threads) * threads, max(1, total // MIN_PART_BYTES))
     step = -(-n // parts)
     ranges = [(lo, min(n, lo + step)) for lo in range(0, n, step)]
     if len(ranges) == 1:
@@ -177,7 +183,8 @@ def _taps(x: Any, geo: RowGeometry) -> Any:
     return buf.reshape(geo.kh * geo.kw * geo.c, -1)
 
 
-def taps_forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any) -> Any:
+def taps_forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any,
+                 epilogue: Callable[[Any], None] | None = None) -> Any:
     """:func:`forward` for a shallow input, through :func:`_taps`: one GEMM per batch
     chunk, its left operand the transposed (unmoved) tap-major patches."""
     n, f = x.shape[0], w.shape[-1]
@@ -188,9 +195,15 @@ def taps_forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any) -> 
     def part(lo: int, hi: int) -> None:
         pt = _taps(x[lo:hi], geo)
         if direct:
-            np.matmul(pt.T, wk, out=out[lo:hi].reshape(-1, f))
+            block = out[lo:hi].reshape(-1, f)
+            np.matmul(pt.T, wk, out=block)
+            if epilogue is not None:
+                epilogue(block)
         else:
-            out[lo:hi] = np.matmul(pt.T, wk).reshape(hi - lo, geo.oh, geo.ow, f)
+            block = np.matmul(pt.T, wk)
+            if epilogue is not None:
+                epilogue(block)
+            out[lo:hi] = block.reshape(hi - lo, geo.oh, geo.ow, f)
 
     batch_parts(ctx, n, geo.kh * geo.kw * geo.c * geo.oh * geo.ow * x.itemsize, part,
                 ROW_CHUNK_BYTES)
@@ -253,9 +266,12 @@ def _block(pat: Any, geo: RowGeometry, j: int) -> Any:
     return pat[p, q:q + geo.oh].reshape(-1, pat.shape[-1])
 
 
-def forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any) -> Any:
+def forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any,
+            epilogue: Callable[[Any], None] | None = None) -> Any:
     """The convolution of ``x`` [N, H, W, C] with ``w`` [KH, KW, C, F] (both in the
-    compute dtype): ``[N, OH, OW, F]`` in ``out_dtype``."""
+    compute dtype): ``[N, OH, OW, F]`` in ``out_dtype``. ``epilogue(block)`` is applied
+    in place to each chunk's ``[rows, F]`` result while it is in cache (a fused bias and
+    activation)."""
     n = x.shape[0]
     f = w.shape[-1]
     wk = w.reshape(geo.kh, geo.kw * geo.c, f)
@@ -271,6 +287,8 @@ def forward(ctx: Any, x: Any, w: Any, geo: RowGeometry, out_dtype: Any) -> Any:
             for j in range(1, geo.kh):
                 np.matmul(_block(pat, geo, j), wk[j], out=tmp)
                 acc += tmp
+        if epilogue is not None:
+            epilogue(acc)
         out[lo:hi] = acc.reshape(geo.oh, nb, geo.ow, f).transpose(1, 0, 2, 3)
 
     batch_parts(ctx, n, geo.patch_bytes(x.itemsize), part, ROW_CHUNK_BYTES)

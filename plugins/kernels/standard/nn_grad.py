@@ -349,6 +349,12 @@ ks.op(OpDef("BiasAddGrad", inputs=["out_backprop: T"], outputs=["output: T"],
                 "channel dimension."))
 
 
+#: a bias gradient of at least this many values (NHWC, float) is one matrix-vector
+#: product: the MNIST CNN's first one (64x28x28x32) took 2.8 ms as numpy's sum over the
+#: rows, 0.3 ms as BLAS's gemv, on one thread
+_GEMV_SUM_MIN = 1 << 14
+
+
 @ks.kernel("BiasAddGrad")
 def _bias_add_grad_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
@@ -357,10 +363,28 @@ def _bias_add_grad_kernel(ctx: Any) -> Callable:
     out = dt.np
     cdt = _float_compute_dtype(dt) if dt.is_floating else out
 
+    ones: dict[int, Any] = {}
+    gemv = xp is np and not nchw and np.dtype(cdt).kind == "f" and np.dtype(cdt) == out
+    pmap = getattr(ctx.device, "parallel_map", None)
+
     def bias_add_grad(g: Any) -> Any:
         if g.ndim < 2:
             raise _invalid(f"Input tensor must be at least 2D: {_fmt(g.shape)}")
         ch = 1 if nchw else g.ndim - 1
+        if gemv and g.dtype == out and g.size >= _GEMV_SUM_MIN and g.flags.c_contiguous:
+            # the column sums of the [rows, channels] matrix as one product with a vector
+            # of ones (BLAS's gemv), 4-9x faster than numpy's sum over the rows
+            rows = g.size // g.shape[-1]
+            one = ones.get(rows)
+            if one is None:
+                ones.clear()
+                one = ones[rows] = np.ones(rows, cdt)
+            g2 = g.reshape(rows, -1)
+            if pmap is None:
+                return np.matmul(one, g2)
+            # (one part: on the calling thread, with BLAS kept to that thread; BLAS's own
+            # threads spin for a while after each call, taking a core from the others)
+            return pmap(lambda _: np.matmul(one, g2), 1)[0]
         axes = tuple(i for i in range(g.ndim) if i != ch)
         parts = row_parts(ctx, g.shape[0], g.size,
                           lambda lo, hi: xp.sum(g[lo:hi], axis=axes, dtype=cdt))

@@ -8,7 +8,7 @@ Python functions follow TF 1.15's ``nn_ops.py``/``nn_impl.py`` signatures.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -1123,9 +1123,18 @@ def window_patches(xp: Any, x: Any, out_sp: Sequence[int], k_sp: Sequence[int],
 
 @ks.kernel("Conv2D", expensive=True)
 def _conv2d_kernel(ctx: Any) -> Any:
+    return _conv2d_factory(ctx, "Conv2D")
+
+
+def _conv2d_factory(ctx: Any, op_type: str,
+                    epilogue: Callable[[Any, Sequence[Any]], None] | None = None) -> Any:
+    """Conv2D's compute function. ``epilogue(block, extra)``, when given, is applied in
+    place to each ``[rows, F]`` block of the output right after its product (still in
+    cache), with the kernel's inputs after the filter as ``extra`` (``_FusedConv2D``'s
+    bias); the output's dtype is then the compute dtype."""
     xp = ctx.xp
     attrs = ctx.attrs
-    _check_conv_attrs(attrs, "Conv2D")
+    _check_conv_attrs(attrs, op_type)
     fmt = attrs.get("data_format", "NHWC")
     nchw = fmt == "NCHW"
     bi, hi, wi, ci = _nhwc_index(fmt)
@@ -1146,13 +1155,14 @@ def _conv2d_kernel(ctx: Any) -> Any:
     out_dt = _out_np(ctx)
     cdt = _float_compute_dtype(ctx.output_dtypes[0])
 
-    def compute(x: Any, w: Any) -> Any:
+    def compute(x: Any, w: Any, *extra: Any) -> Any:
         if x.ndim != 4:
             raise errors.InvalidArgumentError(
                 None, None, f"input must be 4-dimensional{list(x.shape)}")
         if w.ndim != 4:
             raise errors.InvalidArgumentError(
                 None, None, f"filter must be 4-dimensional: {list(w.shape)}")
+        ep = None if epilogue is None else (lambda block: epilogue(block, extra))
         if nchw:
             x = xp.transpose(x, (0, 2, 3, 1))
         n, h, wd, c = x.shape
@@ -1168,12 +1178,14 @@ def _conv2d_kernel(ctx: Any) -> Any:
         rows = _rows.geometry(h, wd, c, kh, kw, oh, ow, pt, pl, sh, sw, dh, dw)
         if oh == 0 or ow == 0 or n == 0 or fo == 0:
             out = xp.zeros((n, oh, ow, fo), dtype=out_dt)
+            if ep is not None:
+                ep(out.reshape(-1, fo))
         elif _rows.usable(xp, rows):
             out = _rows.forward(ctx, x.astype(cdt, copy=False), w.astype(cdt, copy=False),
-                                rows, out_dt)
+                                rows, out_dt, ep)
         elif _rows.usable_taps(xp, rows):
             out = _rows.taps_forward(ctx, x.astype(cdt, copy=False),
-                                     w.astype(cdt, copy=False), rows, out_dt)
+                                     w.astype(cdt, copy=False), rows, out_dt, ep)
         else:
             xc = x.astype(cdt, copy=False)
             if pt or pb or pl or pr:
@@ -1185,13 +1197,71 @@ def _conv2d_kernel(ctx: Any) -> Any:
             def part(lo: int, hi: int) -> None:
                 patches = window_patches(xp, xc[lo:hi], (oh, ow), (kh, kw), (sh, sw),
                                          (dh, dw))
-                xp.matmul(patches.reshape(-1, k), wk, out=out[lo:hi].reshape(-1, fo))
+                block = out[lo:hi].reshape(-1, fo)
+                xp.matmul(patches.reshape(-1, k), wk, out=block)
+                if ep is not None:
+                    ep(block)
 
             batch_parts(ctx, n, oh * ow * k * xc.itemsize, part)
             out = out.astype(out_dt, copy=False)
         if nchw:
             out = xp.transpose(out, (0, 3, 1, 2))
         return out
+
+    return compute
+
+
+# TF's remapper op: a Conv2D with its BiasAdd and activation (the graph pass
+# ``conv_bias_activation_fusion`` makes it on the CPU); the same results, bit for bit
+ks.op(OpDef(
+    "_FusedConv2D", inputs=["input: T", "filter: T", "args: num_args * T"],
+    outputs=["output: T"],
+    attrs=["T: {half, float, double}", "num_args: int >= 0", "strides: list(int)",
+           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
+           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]",
+           "use_cudnn_on_gpu: bool = true", "fused_ops: list(string) = []",
+           "epsilon: float = 0.0001", "leakyrelu_alpha: float = 0.2"],
+    shape_fn=_conv2d_shape,
+    doc="Conv2D followed by the ops of fused_ops (BiasAdd, then optionally Relu or Relu6)."))
+
+#: the ``fused_ops`` lists ``_FusedConv2D`` runs here
+FUSED_CONV_OPS = (("BiasAdd",), ("BiasAdd", "Relu"), ("BiasAdd", "Relu6"))
+
+
+@ks.kernel("_FusedConv2D", expensive=True)
+def _fused_conv2d_kernel(ctx: Any) -> Any:
+    xp = ctx.xp
+    attrs = ctx.attrs
+    fused = tuple(f.decode() if isinstance(f, bytes) else str(f)
+                  for f in attrs.get("fused_ops") or ())
+    if fused not in FUSED_CONV_OPS or attrs.get("num_args", 1) != 1 or \
+            attrs.get("data_format", "NHWC") != "NHWC":
+        raise errors.UnimplementedError(
+            None, None, f"_FusedConv2D: fused_ops {list(fused)} with "
+            f"{attrs.get('num_args')} argument(s) in {attrs.get('data_format', 'NHWC')} is "
+            f"not supported on {ctx.device.name}; supported: BiasAdd, optionally followed "
+            f"by Relu or Relu6, in NHWC")
+    act = fused[1] if len(fused) > 1 else None
+
+    def epilogue(block: Any, extra: Sequence[Any]) -> None:
+        # BiasAdd's and the activation's own operations, in place
+        xp.add(block, extra[0], out=block)
+        if act is not None:
+            xp.maximum(block, 0, out=block)
+            if act == "Relu6":
+                xp.minimum(block, 6, out=block)
+
+    conv = _conv2d_factory(ctx, "_FusedConv2D", epilogue)
+
+    def compute(x: Any, w: Any, b: Any) -> Any:
+        if b.ndim != 1:
+            raise errors.InvalidArgumentError(
+                None, None, f"Biases must be 1D: {list(b.shape)}")
+        if w.ndim == 4 and b.shape[0] != w.shape[3]:
+            raise errors.InvalidArgumentError(
+                None, None, f"Must provide as many biases as the channel dimension of the "
+                            f"input tensor: {list(b.shape)} vs. {w.shape[3]} channels")
+        return conv(x, w, b)
 
     return compute
 

@@ -1,5 +1,5 @@
-"""The standard graph passes: constant folding, CSE, dependency optimization, pruning
-and elementwise fusion.
+"""The standard graph passes: constant folding, CSE, dependency optimization, pruning,
+the fusion of a convolution with its bias and activation, and elementwise fusion.
 
 The master runs these on every new step signature, after the step graph was extracted
 (pruned to what the fetches and targets need, cut at the fed tensors) and before
@@ -14,6 +14,7 @@ pass (``FLOWRT_DISABLE_PASSES``)    order  also switched off by (``RewriterConfi
 ``common_subgraph_elimination``        20  ``common_subgraph_elimination = OFF``
 ``dependency_optimization``            30  ``dependency_optimization = OFF``
 ``model_pruning``                     150  ``disable_model_pruning = true``
+``remapping`` (conv, bias, activation) 190  ``remapping = OFF``
 ``elementwise_fusion``                200  ``elementwise_fusion = OFF``, ``remapping = OFF``
 ==================================  =====  ==============================================
 
@@ -46,7 +47,8 @@ from flowrt.passes import GraphPass
 from ._common import ks
 
 __all__ = ["graph_passes", "constant_folding", "common_subgraph_elimination",
-           "dependency_optimization", "model_pruning", "elementwise_fusion", "FUSIBLE_OPS", "FusedMember",
+           "dependency_optimization", "model_pruning", "conv_bias_activation_fusion",
+           "elementwise_fusion", "FUSIBLE_OPS", "FusedMember",
            "DEFAULT_MAX_FOLDED_BYTES"]
 
 #: TF's default bound on the size of a folded constant (10 MiB)
@@ -1033,6 +1035,95 @@ def _fuse(ir: GraphIR, root: Node, names: list[str], fused_def: Any,
 
 
 # =======================================================================================
+# Conv2D + BiasAdd (+ Relu / Relu6) -> _FusedConv2D (TF's remapper)
+# =======================================================================================
+_FUSED_CONV_ACTS = ("Relu", "Relu6")
+_FUSED_CONV_TYPES = (_dt.float32, _dt.float64)
+
+
+def conv_bias_activation_fusion(ir: GraphIR, ctx: Any) -> None:
+    """Replace each ``Conv2D -> BiasAdd [-> Relu | Relu6]`` chain by one ``_FusedConv2D``
+    node (TF's remapper does the same), whose kernel adds the bias and applies the
+    activation to each block of the convolution's output while it is still in cache:
+    the same operations on the same values, so the same bits, without two more passes
+    over the output in memory.
+
+    A chain is fused when it is NHWC float32 or float64, each inner node feeds only the
+    next one (not fetched, not a target, no control edge or colocation on it), all its
+    nodes ask for the same device and no colocation, and the ops' kernels and
+    ``_FusedConv2D``'s run on the same device types (the CPU: where a GPU is present
+    nothing is fused). The fused node takes the last node's name, so consumers (the
+    activation's gradient reads its output) and fetches resolve unchanged; the
+    gradients, built on the original ops, read only the convolution's inputs.
+    """
+    rw = _rewrite_options(ctx.config)
+    if rw is not None and rw.remapping == _OFF:
+        return
+    runtime = ctx.runtime
+    fused_def = runtime.op_defs.get("_FusedConv2D")
+    if fused_def is None:
+        return
+    kinds = _KernelKinds(runtime, getattr(ctx, "device_types", None))
+    fused_types = kinds.types("_FusedConv2D")
+    if not fused_types or any(kinds.types(op) != fused_types or not kinds.all_plain(op)
+                              for op in ("Conv2D", "BiasAdd", *_FUSED_CONV_ACTS)):
+        return
+    protected = _protected(ir) | _coloc_targets(ir)
+    users: dict[str, list[str]] = {n: [] for n in ir.nodes}
+    control_users: set[str] = set()
+    for node in ir.nodes.values():
+        for s, _ in node.inputs:
+            users[s].append(node.name)
+        control_users.update(node.control_inputs)
+
+    def inner(node: Node, consumer: Node) -> bool:
+        """``node`` may disappear inside ``consumer``'s fused node."""
+        return (node.name not in protected and node.name not in control_users
+                and users[node.name] == [consumer.name] and consumer.inputs[0] == (node.name, 0)
+                and node.device == consumer.device and not node.node_attrs.get("_class"))
+
+    replaced: dict[str, str] = {}
+    for conv in list(ir.nodes.values()):
+        if conv.type != "Conv2D" or conv.name not in ir.nodes:
+            continue
+        a = conv.node_attrs
+        if (a.get("data_format", "NHWC") not in ("NHWC", b"NHWC")
+                or conv.out_dtypes[0] not in _FUSED_CONV_TYPES or len(users[conv.name]) != 1):
+            continue
+        bias = ir.nodes[users[conv.name][0]]
+        if (bias.type != "BiasAdd" or not inner(conv, bias) or bias.node_attrs.get("_class")
+                or bias.node_attrs.get("data_format", "NHWC") not in ("NHWC", b"NHWC")):
+            continue
+        chain, fused_ops = [conv, bias], ["BiasAdd"]
+        if len(users[bias.name]) == 1:
+            act = ir.nodes[users[bias.name][0]]
+            if act.type in _FUSED_CONV_ACTS and inner(bias, act) and \
+                    not act.node_attrs.get("_class") and \
+                    act.out_dtypes[0] == conv.out_dtypes[0]:
+                chain.append(act)
+                fused_ops.append(act.type)
+        root = chain[-1]
+        attrs = {k: v for k, v in a.items() if k in (
+            "strides", "padding", "explicit_paddings", "data_format", "dilations",
+            "use_cudnn_on_gpu")}
+        attrs.update(T=conv.out_dtypes[0].base_dtype, num_args=1, fused_ops=fused_ops,
+                     epsilon=0.0001, leakyrelu_alpha=0.2)
+        ctrl = _dedupe(c for n in chain for c in n.control_inputs)
+        fused = Node(root.name, "_FusedConv2D", [conv.inputs[0], conv.inputs[1],
+                                                 bias.inputs[1]], ctrl, root.device, attrs,
+                     fused_def, list(root.out_dtypes), list(root.out_shapes),
+                     [conv.in_dtypes[0], conv.in_dtypes[1], bias.in_dtypes[1]],
+                     [conv.in_shapes[0], conv.in_shapes[1], bias.in_shapes[1]],
+                     source_op=root.source_op)
+        for n in chain[:-1]:
+            del ir.nodes[n.name]
+            replaced[n.name] = root.name
+        ir.nodes[root.name] = fused
+    if replaced:
+        _record_replaced(ir, replaced)
+
+
+# =======================================================================================
 # registration
 # =======================================================================================
 def graph_passes() -> list[GraphPass]:
@@ -1042,6 +1133,8 @@ def graph_passes() -> list[GraphPass]:
         GraphPass("common_subgraph_elimination", common_subgraph_elimination, order=20),
         GraphPass("dependency_optimization", dependency_optimization, order=30),
         GraphPass("model_pruning", model_pruning, order=150),
+        # (named after TF's remapper, whose RewriterConfig field switches it off)
+        GraphPass("remapping", conv_bias_activation_fusion, order=190, local_only=True),
         # fused nodes hold Python kernels with no GraphDef form: in-process only
         GraphPass("elementwise_fusion", elementwise_fusion, order=200, local_only=True),
     ]

@@ -30,6 +30,7 @@ ApplyAdadelta           accum = rho * accum + (1 - rho) * grad^2
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -133,10 +134,44 @@ _KERNEL_TYPES = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64,
                            _dt.complex64, _dt.complex128})
 
 
+#: references to a variable's value while :func:`_make_apply`'s ``run`` checks it: the
+#: variable's ``value``, the list of values read, and ``sys.getrefcount``'s argument
+_SOLE_REFS = 3
+
+
+def _sole_holder(refs: Sequence[Any], vals: list, npdt: Any, args: Sequence[Any]) -> bool:
+    """Whether the values ``vals`` of the variables ``refs`` may be written in place:
+    each is a contiguous numpy array of the kernel's dtype that owns its memory and that
+    nobody but its variable holds (no fetched result, view, reader or other input
+    refers to it: each of those is a reference), and the other inputs are of that dtype
+    too (no casting in the arithmetic). Sets ``writing`` on each variable first, so a
+    reader arriving after the check waits for the update (see ``VarRef``); the caller
+    clears it."""
+    for r in refs:
+        r.writing = True
+    for i in range(len(vals)):
+        a = vals[i]
+        if type(a) is not np.ndarray or a.dtype != npdt or not a.flags.owndata or \
+                not a.flags.c_contiguous:
+            return False
+        del a
+        if sys.getrefcount(vals[i]) != _SOLE_REFS:
+            return False
+    return all(getattr(x, "dtype", npdt) == npdt for x in args)
+
+
 def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[int],
-                update: Callable[..., tuple[Any, ...]]) -> Callable[..., Any]:
+                update: Callable[..., tuple[Any, ...]],
+                in_place: Callable[..., None] | None = None) -> Callable[..., Any]:
     """A compute function: read the ``n_refs`` references, check shapes, call
-    ``update(*ref_values, *other_inputs) -> new ref values`` and store them."""
+    ``update(*ref_values, *other_inputs) -> new ref values`` and store them.
+
+    ``in_place(*ref_values, *other_inputs)``, when given, computes the same update into
+    the values themselves (the same operations in the same order, so the same bits); it
+    is used on the CPU when the variables are the values' only holders (see
+    :func:`_sole_holder`), as TF's kernels update a variable's buffer: no new arrays, and
+    about a third less memory traffic (the 3136x1024 dense kernel's Adam update: 18 ->
+    13 ms on one thread)."""
     dt = ctx.output_dtypes[0]
     if dt not in _KERNEL_TYPES:
         raise errors.InvalidArgumentError(
@@ -146,6 +181,8 @@ def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[i
     xp = ctx.xp
     npdt = np.dtype(dt.np) if xp is np else None
     freeze = _frozen if xp is np else (lambda a: a)
+    if xp is not np or npdt.kind != "f" or npdt.itemsize < 4:
+        in_place = None  # (float16 and bfloat16 keep the general path)
     scalar_idx = tuple(scalars)
     grad_i = next(i for i in range(n_refs, len(names)) if i not in scalar_idx)
     slot_names = names[1:n_refs]
@@ -177,6 +214,20 @@ def _make_apply(ctx: Any, names: Sequence[str], n_refs: int, scalars: Sequence[i
     def run(refs: Sequence[Any], args: Sequence[Any]) -> Any:
         vals = [r.read() for r in refs]
         check(vals, args)
+        if in_place is not None:
+            try:
+                if _sole_holder(refs, vals, npdt, args):
+                    for a in vals:
+                        a.flags.writeable = True
+                    try:
+                        in_place(*vals, *args)
+                    finally:
+                        for a in vals:
+                            a.flags.writeable = False
+                    return refs[0]
+            finally:
+                for r in refs:
+                    r.writing = False
         store(refs, update(*vals, *args))
         return refs[0]
 
@@ -258,12 +309,36 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
     return tuple(results)
 
 
+def _in_ranges(pmap: Callable[..., list] | None, fn: Callable[..., None],
+               arrays: Sequence[Any], scalars: Sequence[Any], n_tmp: int) -> None:
+    """``fn(*arrays, *scalars, *temporaries)`` over contiguous ranges of the flattened
+    ``arrays`` (updated in place), with ``n_tmp`` scratch arrays of each range's size;
+    side by side on the CPU's intra-op threads (``pmap``) for a large variable (see
+    :func:`_split_update`)."""
+    flat = [a.reshape(-1) for a in arrays]
+    size = flat[0].size
+    if pmap is None or size < _SPLIT_SIZE:
+        fn(*flat, *scalars, *[np.empty(size, flat[0].dtype) for _ in range(n_tmp)])
+        return
+    step = _SPLIT_RANGE
+
+    def part(i: int) -> None:
+        lo, hi = i * step, min(size, (i + 1) * step)
+        fn(*[a[lo:hi] for a in flat], *scalars,
+           *[np.empty(hi - lo, flat[0].dtype) for _ in range(n_tmp)])
+
+    pmap(part, -(-size // step))
+
+
 @ks.kernel("ApplyGradientDescent")
 def _gd_kernel(ctx: Any) -> Any:
     def update(var: Any, alpha: Any, delta: Any) -> tuple[Any]:
         return (var - delta * alpha,)
 
-    return _make_apply(ctx, ["var", "alpha", "delta"], 1, [1], update)
+    def in_place(var: Any, alpha: Any, delta: Any) -> None:
+        var -= delta * alpha
+
+    return _make_apply(ctx, ["var", "alpha", "delta"], 1, [1], update, in_place)
 
 
 @ks.kernel("ApplyMomentum")
@@ -277,7 +352,17 @@ def _momentum_kernel(ctx: Any) -> Any:
             accum = accum * momentum + grad
             return var - accum * lr, accum
 
-    return _make_apply(ctx, ["var", "accum", "lr", "grad", "momentum"], 2, [2, 4], update)
+    def in_place(var: Any, accum: Any, lr: Any, grad: Any, momentum: Any) -> None:
+        accum *= momentum
+        accum += grad
+        if nesterov:
+            var -= grad * lr + accum * momentum * lr
+        else:
+            var -= accum * lr
+
+    nesterov = bool(ctx.attrs.get("use_nesterov", False))
+    return _make_apply(ctx, ["var", "accum", "lr", "grad", "momentum"], 2, [2, 4], update,
+                       in_place)
 
 
 @ks.kernel("ApplyAdam")
@@ -324,9 +409,37 @@ def _adam_kernel(ctx: Any) -> Any:
         return _split_update(ctx, pmap, step_of, (var, m, v, grad), (alpha, b1, b2, eps), 3,
                              into=True)
 
+    def step_in_place(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any,
+                      eps: Any, t: Any, step: Any) -> None:
+        # step_of's operations in its order, on var, m and v themselves
+        xp.subtract(grad, m, out=t)
+        t *= one - b1
+        m += t
+        xp.multiply(grad, grad, out=t)
+        t -= v
+        t *= one - b2
+        v += t
+        if nesterov:
+            xp.multiply(grad, one - b1, out=step)
+            xp.multiply(m, b1, out=t)
+            step += t
+            step *= alpha
+        else:
+            xp.multiply(m, alpha, out=step)
+        xp.sqrt(v, out=t)
+        t += eps
+        step /= t
+        var -= step
+
+    def in_place(var: Any, m: Any, v: Any, b1p: Any, b2p: Any, lr: Any, b1: Any, b2: Any,
+                 eps: Any, grad: Any) -> None:
+        alpha = lr * sqrt(one - b2p) / (one - b1p)
+        _in_ranges(pmap, step_in_place, (var, m, v, np.ascontiguousarray(grad)),
+                   (alpha, b1, b2, eps), 2)
+
     pmap = getattr(ctx.device, "parallel_map", None) if ctx.xp is np else None
     return _make_apply(ctx, ["var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
-                             "beta2", "epsilon", "grad"], 3, range(3, 9), update)
+                             "beta2", "epsilon", "grad"], 3, range(3, 9), update, in_place)
 
 
 @ks.kernel("ApplyAdagrad")
