@@ -110,6 +110,39 @@ def test_blas_single_threaded_regions_nest_and_restore():
         cpu.set_blas_threads(old)
 
 
+def test_the_first_kernel_of_a_fresh_process_already_keeps_blas_on_one_thread():
+    # A process whose first BLAS-using kernel is a split convolution: nothing had looked
+    # BLAS up yet, and the parts ran with BLAS's own threads on top of the pool's (a
+    # conv step 1.6x slower). Each part must see one BLAS thread, and BLAS its two after.
+    import subprocess
+    import sys
+    code = """
+import threading, numpy as np, threadpoolctl
+import flowrt as tf
+from flowrt.plugins.devices import cpu
+from flowrt.plugins.kernels.standard import nn_conv_rows as R
+seen = []
+orig = R._patches
+def spy(x, geo):
+    seen.append(threadpoolctl.threadpool_info()[0]["num_threads"])
+    return orig(x, geo)
+R._patches = spy
+cpu.set_intra_op_threads(2)
+x = tf.placeholder(tf.float32, [16, 14, 14, 32])
+y = tf.nn.conv2d(x, tf.constant(np.ones((5, 5, 32, 64), np.float32)), [1] * 4, "SAME")
+with tf.Session() as s:
+    s.run(y, {x: np.ones((16, 14, 14, 32), np.float32)})
+print(sorted(set(seen)), len(seen) > 1, threadpoolctl.threadpool_info()[0]["num_threads"])
+"""
+    env = dict(__import__("os").environ, OPENBLAS_NUM_THREADS="2")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+    if r.returncode != 0 and "IndexError" in r.stderr:
+        pytest.skip("no BLAS threadpoolctl can read in this process")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[1]", "True", "2"], r.stdout
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("batch", [1, 3, 64])
 def test_convolutions_split_over_the_batch_match_one_piece(threads, batch, monkeypatch):

@@ -182,10 +182,8 @@ _single_lock = threading.Lock()
 def _enter_single() -> bool:
     """Open a single-threaded region; False when there was nothing to switch (BLAS is
     on one thread anyway, or not found) and no region was opened."""
-    if _blas_threads[0] <= 1 and _single[0] == 0:
-        return False
-    libs = _controllers()
-    if not libs:
+    libs = _controllers()  # (looked up on the first call: it reads BLAS's own count)
+    if not libs or (_blas_threads[0] <= 1 and _single[0] == 0):
         return False
     with _single_lock:
         if _single[0] == 0 and _blas_threads[0] > 1:
