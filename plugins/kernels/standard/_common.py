@@ -165,8 +165,9 @@ def publish(*modules: Any) -> None:
 #: a kernel's work at least this large (elements) is split over the leading axis and run
 #: side by side on the CPU's intra-op threads by the kernels that use :func:`row_parts`
 #: (an elementwise pass over the MNIST CNN's first activations, 1.6M values, took 2.2-2.8
-#: ms on one thread)
-PARALLEL_ELEMENTS = 1 << 20
+#: ms on one thread; its second layer's ReluGrad, 0.8M values, 3.1-3.4 ms on one thread
+#: against 2.1-2.7 ms on two)
+PARALLEL_ELEMENTS = 1 << 18
 
 
 def row_parts(ctx: Any, n_rows: int, size: int,

@@ -1430,27 +1430,38 @@ def _pool_factory(ctx: Any, mode: str) -> Any:
                 xc = xp.pad(xc, [(0, 0)] + pads, constant_values=fill)
             ext = [(o - 1) * s + 1 for o, s in zip(outs, st3)]
 
-            def pooled(lo: int, hi: int) -> Any:
-                """The windows' maxima (or sums) of the images [lo, hi)."""
-                acc = None
+            def pooled(lo: int, hi: int, out: Any = None) -> Any:
+                """The windows' maxima (or sums) of the images [lo, hi), into ``out``
+                when given. The first two windows combine into the result directly (no
+                copy of the first one first): the same operations in the same order."""
                 xs = xc[lo:hi]
-                for i in range(ks3[0]):
-                    for j in range(ks3[1]):
-                        for k in range(ks3[2]):
-                            win = xs[:, i:i + ext[0]:st3[0], j:j + ext[1]:st3[1],
-                                     k:k + ext[2]:st3[2]]
-                            if acc is None:
-                                acc = win.copy() if mode == "max" else \
-                                    win.astype(cdt, copy=True)
-                            elif mode == "max":
-                                xp.maximum(acc, win, out=acc)
-                            else:
-                                xp.add(acc, win, out=acc)
+                wins = [xs[:, i:i + ext[0]:st3[0], j:j + ext[1]:st3[1], k:k + ext[2]:st3[2]]
+                        for i in range(ks3[0]) for j in range(ks3[1])
+                        for k in range(ks3[2])]
+                combine = xp.maximum if mode == "max" else xp.add
+                if mode == "max" and len(wins) > 1:
+                    acc = combine(wins[0], wins[1], out=out)
+                    rest = wins[2:]
+                else:
+                    if out is None:
+                        acc = wins[0].astype(cdt, copy=True)
+                    else:
+                        acc = out
+                        acc[...] = wins[0]
+                    rest = wins[1:]
+                for win in rest:
+                    combine(acc, win, out=acc)
                 return acc
 
-            # a large input in batch ranges on the intra-op threads
-            parts = row_parts(ctx, xc.shape[0], xc.size, pooled)
-            acc = pooled(0, xc.shape[0]) if parts is None else np.concatenate(parts)
+            # a large input in batch ranges on the intra-op threads, into one result
+            acc = None
+            if xp is np and xc.size >= PARALLEL_ELEMENTS:
+                acc = np.empty((xc.shape[0], *outs), dtype=cdt)
+                if row_parts(ctx, xc.shape[0], xc.size,
+                             lambda lo, hi: pooled(lo, hi, acc[lo:hi])) is None:
+                    acc = None
+            if acc is None:
+                acc = pooled(0, xc.shape[0])
             if mode == "avg":
                 counts = None
                 for ax, ((o, lo, _), n_, k_, s_) in enumerate(zip(geo, dims, ks3, st3)):
