@@ -522,3 +522,40 @@ def test_reduce_euclidean_norm_values_dtypes_and_gradient():
         with tf.Session():
             err = tf.test.compute_gradient_error(xt, [2, 2], y, [2], x_init_value=x)
     assert err < 1e-6
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axis,keepdims", [
+    ((64, 28, 28, 32), [0, 1, 2], False), ((300, 1024), 0, True), ((4096, 2, 3), [1, 0], False),
+    ((2, 5000, 4), [0, 1], True)])
+def test_sums_over_leading_axes_are_column_sums(dtype, shape, axis, keepdims, monkeypatch):
+    # large float sums over leading axes (a bias gradient) take one matrix-vector product:
+    # values within float rounding of float64 sums, NaN and infinities in their own
+    # columns, keepdims shapes, and the plain path for a non-contiguous input
+    from flowrt.plugins.kernels.standard import math_ops
+    calls = []
+    real = math_ops.column_sums
+    monkeypatch.setattr(math_ops, "column_sums",
+                        lambda *a: calls.append(a[1].shape) or real(*a))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[0] = np.nan
+    if shape[-1] > 2:
+        x.reshape(-1, shape[-1])[5, 2] = np.inf
+    axes = tuple(sorted(np.atleast_1d(axis) % len(shape)))
+    want = x.astype(np.float64).sum(axis=axes, keepdims=keepdims)
+    g = tf.Graph()
+    with g.as_default():
+        t = tf.constant(x)
+        outs = [tf.reduce_sum(t, axis=axis, keepdims=keepdims),
+                tf.reduce_sum(tf.transpose(tf.transpose(t))[::-1], axis=axis,
+                              keepdims=keepdims)]
+        with tf.Session() as s:
+            got, flipped = s.run(outs)
+    tol = dict(rtol=1e-5, atol=1e-2) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-9)
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, **tol)
+    np.testing.assert_allclose(flipped, want, **tol)  # (reversed rows: the same sums)
+    assert np.isnan(got.reshape(-1)[0]) and (shape[-1] <= 2 or got.reshape(-1)[2] == np.inf)
+    rows = int(np.prod([shape[a] for a in axes]))
+    assert (rows, x.size // rows) in calls

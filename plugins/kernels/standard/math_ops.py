@@ -23,7 +23,7 @@ from flowrt.op_registry import OpDef
 from flowrt.tensor_shape import TensorShape, unknown_shape
 
 from ._common import broadcast_shape, broadcast_static, constant_value, host_reader, ks
-from ._common import unchanged_shape
+from ._common import GEMV_SUM_MIN, column_sums, unchanged_shape
 
 _range = builtins.range  # ``range`` stays the builtin; TF names shadow abs/round/pow
 
@@ -1230,8 +1230,26 @@ def _reducer(ctx: Any) -> Callable[[Any, tuple[int, ...], bool], Any]:
     acc = np.float32 if dt is _dt.float16 else npdt  # accumulate half in float
     if op == "Sum":
         xsum = xp.sum
-        return lambda x, ax, kd: xsum(x, axis=ax, keepdims=kd, dtype=acc).astype(npdt,
-                                                                                  copy=False)
+        plain = lambda x, ax, kd: xsum(x, axis=ax, keepdims=kd, dtype=acc).astype(  # noqa: E731
+            npdt, copy=False)
+        if xp is not np or npdt.kind != "f" or npdt.itemsize < 4:
+            return plain
+        ones: dict[int, Any] = {}
+
+        def leading_sum(x: Any, ax: tuple[int, ...], kd: bool) -> Any:
+            # over leading axes (a bias's gradient of ``x + b``) of a large contiguous
+            # float array: one matrix-vector product (``column_sums``)
+            k = len(ax)
+            if not (0 < k < x.ndim and x.size >= GEMV_SUM_MIN and x.dtype == npdt
+                    and sorted(ax) == list(range(k)) and x.flags.c_contiguous):
+                return plain(x, ax, kd)
+            rows = 1
+            for d in x.shape[:k]:
+                rows *= d
+            r = column_sums(ctx, x.reshape(rows, -1), ones)
+            return r.reshape(((1,) * k if kd else ()) + x.shape[k:])
+
+        return leading_sum
     if op == "Prod":
         xprod = xp.prod
         return lambda x, ax, kd: xprod(x, axis=ax, keepdims=kd, dtype=acc).astype(npdt,

@@ -26,7 +26,7 @@ from flowrt.tensor_shape import TensorShape, unknown_shape
 from ._common import constant_value, ks
 from ._common import invalid as _invalid, host_ints as _ilist, fmt_dims as _fmt
 from ._common import host_reader
-from ._common import PARALLEL_ELEMENTS, row_parts, sum_parts
+from ._common import GEMV_SUM_MIN, PARALLEL_ELEMENTS, column_sums, row_parts, sum_parts
 from .array_grad import shape_tensor, sum_to_shape
 from .array_ops import _convert, _shape_value, _static_value
 from . import nn_conv_rows as _rows
@@ -349,12 +349,6 @@ ks.op(OpDef("BiasAddGrad", inputs=["out_backprop: T"], outputs=["output: T"],
                 "channel dimension."))
 
 
-#: a bias gradient of at least this many values (NHWC, float) is one matrix-vector
-#: product: the MNIST CNN's first one (64x28x28x32) took 2.8 ms as numpy's sum over the
-#: rows, 0.3 ms as BLAS's gemv, on one thread
-_GEMV_SUM_MIN = 1 << 14
-
-
 @ks.kernel("BiasAddGrad")
 def _bias_add_grad_kernel(ctx: Any) -> Callable:
     xp = ctx.xp
@@ -365,26 +359,14 @@ def _bias_add_grad_kernel(ctx: Any) -> Callable:
 
     ones: dict[int, Any] = {}
     gemv = xp is np and not nchw and np.dtype(cdt).kind == "f" and np.dtype(cdt) == out
-    pmap = getattr(ctx.device, "parallel_map", None)
 
     def bias_add_grad(g: Any) -> Any:
         if g.ndim < 2:
             raise _invalid(f"Input tensor must be at least 2D: {_fmt(g.shape)}")
         ch = 1 if nchw else g.ndim - 1
-        if gemv and g.dtype == out and g.size >= _GEMV_SUM_MIN and g.flags.c_contiguous:
-            # the column sums of the [rows, channels] matrix as one product with a vector
-            # of ones (BLAS's gemv), 4-9x faster than numpy's sum over the rows
-            rows = g.size // g.shape[-1]
-            one = ones.get(rows)
-            if one is None:
-                ones.clear()
-                one = ones[rows] = np.ones(rows, cdt)
-            g2 = g.reshape(rows, -1)
-            if pmap is None:
-                return np.matmul(one, g2)
-            # (one part: on the calling thread, with BLAS kept to that thread; BLAS's own
-            # threads spin for a while after each call, taking a core from the others)
-            return pmap(lambda _: np.matmul(one, g2), 1)[0]
+        if gemv and g.dtype == out and g.size >= GEMV_SUM_MIN and g.flags.c_contiguous:
+            # the column sums of the [rows, channels] matrix: one matrix-vector product
+            return column_sums(ctx, g.reshape(-1, g.shape[-1]), ones)
         axes = tuple(i for i in range(g.ndim) if i != ch)
         parts = row_parts(ctx, g.shape[0], g.size,
                           lambda lo, hi: xp.sum(g[lo:hi], axis=axes, dtype=cdt))

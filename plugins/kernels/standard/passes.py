@@ -915,6 +915,24 @@ def _fused_elementwise_kernel(ctx: Any) -> Callable[..., Any]:
     return env["fused"]
 
 
+def _fusion_target(ctx: Any, fused_op: str) -> tuple[Any, Any, _KernelKinds, tuple] | None:
+    """``(runtime, fused_op's OpDef, the kernel kinds, the device types running
+    fused_op)`` for a fusing pass, or None where ``remapping`` is off or nothing can run
+    ``fused_op``."""
+    rw = _rewrite_options(ctx.config)
+    if rw is not None and rw.remapping == _OFF:
+        return None
+    runtime = ctx.runtime
+    fused_def = runtime.op_defs.get(fused_op)
+    if fused_def is None:
+        return None
+    kinds = _KernelKinds(runtime, getattr(ctx, "device_types", None))
+    fused_types = kinds.types(fused_op)
+    if not fused_types:
+        return None
+    return runtime, fused_def, kinds, fused_types
+
+
 def elementwise_fusion(ir: GraphIR, ctx: Any) -> None:
     """Replace each maximal region of elementwise nodes (see :data:`FUSIBLE_OPS`) by one
     ``_FusedElementwise`` node.
@@ -930,17 +948,10 @@ def elementwise_fusion(ir: GraphIR, ctx: Any) -> None:
     a run of one unary ufunc on a small tensor may run as one recurrence of numpy's
     strided loop (see ``_UfuncChain``): the same per-element code, so the same bits.
     """
-    rw = _rewrite_options(ctx.config)
-    if rw is not None and rw.remapping == _OFF:
+    target = _fusion_target(ctx, "_FusedElementwise")
+    if target is None:
         return
-    runtime = ctx.runtime
-    fused_def = runtime.op_defs.get("_FusedElementwise")
-    if fused_def is None:
-        return
-    kinds = _KernelKinds(runtime, getattr(ctx, "device_types", None))
-    fused_types = kinds.types("_FusedElementwise")
-    if not fused_types:
-        return
+    runtime, fused_def, kinds, fused_types = target
     order = ir.topo_sort()
     pos = {n.name: i for i, n in enumerate(order)}
     protected = _protected(ir) | _coloc_targets(ir)
@@ -1056,17 +1067,12 @@ def conv_bias_activation_fusion(ir: GraphIR, ctx: Any) -> None:
     activation's gradient reads its output) and fetches resolve unchanged; the
     gradients, built on the original ops, read only the convolution's inputs.
     """
-    rw = _rewrite_options(ctx.config)
-    if rw is not None and rw.remapping == _OFF:
+    target = _fusion_target(ctx, "_FusedConv2D")
+    if target is None:
         return
-    runtime = ctx.runtime
-    fused_def = runtime.op_defs.get("_FusedConv2D")
-    if fused_def is None:
-        return
-    kinds = _KernelKinds(runtime, getattr(ctx, "device_types", None))
-    fused_types = kinds.types("_FusedConv2D")
-    if not fused_types or any(kinds.types(op) != fused_types or not kinds.all_plain(op)
-                              for op in ("Conv2D", "BiasAdd", *_FUSED_CONV_ACTS)):
+    _, fused_def, kinds, fused_types = target
+    if any(kinds.types(op) != fused_types or not kinds.all_plain(op)
+           for op in ("Conv2D", "BiasAdd", *_FUSED_CONV_ACTS)):
         return
     protected = _protected(ir) | _coloc_targets(ir)
     users: dict[str, list[str]] = {n: [] for n in ir.nodes}
