@@ -176,3 +176,85 @@ def _adam_large(tf):
 
 def test_adam_on_a_large_variable():
     run_both(_adam_large, rtol=1e-5, atol=1e-6, static_keys=("kind", "dtype", "shape"))
+
+
+# -- the remapping pass: Conv2D + BiasAdd (+ Relu / Relu6) as one _FusedConv2D, training ----
+def _conv_bias_act(act, x_shape, w_shape, strides, padding, seed=50):
+    x = arr(x_shape, seed=seed, lo=-1.0, hi=1.0)
+    w = arr(w_shape, seed=seed + 1, lo=-0.5, hi=0.5)
+    b = arr(w_shape[-1:], seed=seed + 2, lo=-0.5, hi=0.5)
+
+    def program(tf):
+        # variables, not constants: constant folding would compute the chain at compile
+        # time, before the remapping pass could fuse it
+        xt, wt, bt = (tf.Variable(v, name=n) for v, n in ((x, "x"), (w, "w"), (b, "b")))
+        y = tf.nn.bias_add(tf.nn.conv2d(xt, wt, [1, *strides, 1], padding), bt)
+        if act is not None:
+            y = getattr(tf.nn, act)(y)
+        grads = tf.gradients(tf.reduce_sum(y * y), [xt, wt, bt])
+        return Steps(tf.global_variables_initializer(), [y] + grads)
+    return program
+
+
+FUSED = {
+    "rows_relu": _conv_bias_act("relu", (4, 14, 14, 16), (5, 5, 16, 32), (1, 1), "SAME"),
+    "taps_relu6": _conv_bias_act("relu6", (4, 28, 28, 1), (5, 5, 1, 8), (1, 1), "SAME"),
+    "im2col_bias_only": _conv_bias_act(None, (2, 9, 9, 8), (3, 3, 8, 4), (2, 1), "VALID"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_conv_bias_activation(name):
+    run_both(FUSED[name], rtol=1e-4, atol=1e-3, static_keys=("kind", "dtype", "shape"))
+
+
+def _layers_cnn_adam(tf):
+    """tf.layers conv2d with activation (fused here), pooling, dense, three Adam steps:
+    the variables in place afterwards."""
+    x = c(tf, arr((8, 12, 12, 3), seed=60, lo=0.0, hi=1.0))
+    h = tf.layers.conv2d(x, 16, 3, padding="same", activation=tf.nn.relu,
+                         kernel_initializer=tf.constant_initializer(
+                             arr((3, 3, 3, 16), seed=61, lo=-0.3, hi=0.3)))
+    h = tf.layers.max_pooling2d(h, 2, 2)
+    logits = tf.layers.dense(tf.layers.flatten(h), 5, kernel_initializer=tf.constant_initializer(
+        arr((576, 5), seed=62, lo=-0.1, hi=0.1)))
+    loss = tf.reduce_mean(tf.square(logits))
+    train = tf.train.AdamOptimizer(0.01).minimize(loss)
+    init = tf.global_variables_initializer()
+    return Steps(init, train, train, train, [loss] + tf.trainable_variables())
+
+
+def test_layers_cnn_trains_the_same():
+    run_both(_layers_cnn_adam, rtol=1e-4, atol=1e-5, static_keys=("kind", "dtype", "shape"))
+
+
+# -- bias gradients as matrix-vector products: BiasAddGrad and a Sum over leading axes ----
+def _bias_grads(tf):
+    x = c(tf, arr((64, 28, 28, 32), seed=70))
+    b = c(tf, arr((32,), seed=71))
+    g = tf.Variable(arr((64, 28, 28, 32), seed=72), name="g")  # (not folded)
+    ya, yp = tf.nn.bias_add(x, b), x + b
+    return Steps(tf.global_variables_initializer(),
+                 tf.gradients(ya, [b], grad_ys=g.value()) + tf.gradients(yp, [b],
+                                                                        grad_ys=g.value())
+                 + [tf.reduce_sum(g, [0, 1]), tf.reduce_sum(g, 0, keepdims=True)])
+
+
+def test_bias_gradients_as_column_sums():
+    run_both(_bias_grads, rtol=1e-5, atol=1e-2, static_keys=("kind", "dtype", "shape"))
+
+
+# -- momentum and plain SGD updating a large variable in place ---------------------------
+def _momentum_large(tf):
+    v = tf.Variable(arr((1100, 1000), seed=80), name="v")
+    grad = c(tf, arr((1100, 1000), seed=81))
+    opt = tf.train.MomentumOptimizer(0.01, 0.9, use_nesterov=True)
+    train = opt.apply_gradients([(grad, v)])
+    sgd = tf.train.GradientDescentOptimizer(0.1).apply_gradients([(grad, v)])
+    init = tf.global_variables_initializer()
+    return Steps(init, train, sgd, train,
+                 [v.read_value(), opt.get_slot(v, "momentum").read_value()])
+
+
+def test_momentum_and_sgd_on_a_large_variable():
+    run_both(_momentum_large, rtol=1e-5, atol=1e-6, static_keys=("kind", "dtype", "shape"))
