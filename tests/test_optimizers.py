@@ -108,10 +108,12 @@ KERNELS = {
 }
 
 
-def run_kernel(name, dtype, var0, grads, use_locking=False, check_output=True):
-    """Apply ``name`` once per gradient in ``grads``; returns (flowrt states, numpy
-    states) after each step."""
-    fn, slots, inits, scalars, np_fn, extra = KERNELS[name]
+def update_graph(name, dtype, var0, use_locking=False, read_first=False):
+    """The update ``name`` of a variable holding ``var0``: (graph, var, slot variables,
+    grad placeholder, update output, reads). With ``read_first`` the update runs after
+    ``reads``, each variable's value read in the same step by a kernel whose result is a
+    view of it (``Reshape``)."""
+    fn, slots, inits, scalars, _, extra = KERNELS[name]
     npdt = dtype.np
     g = tf.Graph()
     with g.as_default():
@@ -120,17 +122,30 @@ def run_kernel(name, dtype, var0, grads, use_locking=False, check_output=True):
                      for n, v in zip(slots, inits)]
         grad = tf.placeholder(dtype, np.shape(var0), name="grad")
         sc = {k: tf.constant(v, dtype=dtype, name=k) for k, v in scalars.items()}
-        args = [var] + slot_vars
-        if name.startswith("ApplyMomentum"):
-            out = fn(var, slot_vars[0], sc["lr"], grad, sc["momentum"],
-                     use_locking=use_locking, **extra)
-        elif name == "ApplyGradientDescent":
-            out = fn(var, sc["alpha"], grad, use_locking=use_locking)
-        else:
-            out = fn(*args, *sc.values(), grad, use_locking=use_locking, **extra)
-        assert out.dtype == dtype._as_ref and out.op.type == name.replace(
-            "Nesterov", "").replace("NoSlots", "")
-        assert out.shape.as_list() == list(np.shape(var0))
+        reads = [tf.reshape(x.value(), [-1]) for x in [var] + slot_vars] if read_first \
+            else []
+        with tf.control_dependencies(reads):
+            if name.startswith("ApplyMomentum"):
+                out = fn(var, slot_vars[0], sc["lr"], grad, sc["momentum"],
+                         use_locking=use_locking, **extra)
+            elif name == "ApplyGradientDescent":
+                out = fn(var, sc["alpha"], grad, use_locking=use_locking)
+            else:
+                out = fn(var, *slot_vars, *sc.values(), grad, use_locking=use_locking,
+                         **extra)
+    return g, var, slot_vars, grad, out, reads
+
+
+def run_kernel(name, dtype, var0, grads, use_locking=False, check_output=True):
+    """Apply ``name`` once per gradient in ``grads``; returns (flowrt states, numpy
+    states) after each step."""
+    _, slots, inits, scalars, np_fn, extra = KERNELS[name]
+    npdt = dtype.np
+    g, var, slot_vars, grad, out, _ = update_graph(name, dtype, var0, use_locking)
+    assert out.dtype == dtype._as_ref and out.op.type == name.replace(
+        "Nesterov", "").replace("NoSlots", "")
+    assert out.shape.as_list() == list(np.shape(var0))
+    with g.as_default():
         init = tf.global_variables_initializer()
     state = {"var": np.asarray(var0, npdt)}
     state.update({n: np.full(np.shape(var0), v, npdt) for n, v in zip(slots, inits)})
@@ -283,32 +298,6 @@ def sole_checks(monkeypatch):
     return answers
 
 
-def _in_place_graph(name, dtype, var0, read_first=False):
-    """The update ``name`` of a variable holding ``var0``: (graph, var, slot variables,
-    grad placeholder, update op, reads). With ``read_first`` the update runs after
-    ``reads``, each variable's value read in the same step by a kernel whose result is a
-    view of it (``Reshape``)."""
-    fn, slots, inits, scalars, _, extra = KERNELS[name]
-    npdt = dtype.np
-    g = tf.Graph()
-    with g.as_default():
-        var = tf.Variable(np.asarray(var0, npdt), name="var")
-        slot_vars = [tf.Variable(np.full(np.shape(var0), v, npdt), name=n)
-                     for n, v in zip(slots, inits)]
-        grad = tf.placeholder(dtype, np.shape(var0), name="grad")
-        sc = {k: tf.constant(v, dtype=dtype, name=k) for k, v in scalars.items()}
-        reads = [tf.reshape(x.value(), [-1]) for x in [var] + slot_vars] if read_first \
-            else []
-        with tf.control_dependencies(reads):
-            if name.startswith("ApplyMomentum"):
-                out = fn(var, slot_vars[0], sc["lr"], grad, sc["momentum"], **extra)
-            elif name == "ApplyGradientDescent":
-                out = fn(var, sc["alpha"], grad)
-            else:
-                out = fn(var, *slot_vars, *sc.values(), grad, **extra)
-    return g, var, slot_vars, grad, out.op, reads
-
-
 @pytest.mark.parametrize("name", IN_PLACE)
 @pytest.mark.parametrize("dtype,size", [(tf.float64, 5), (tf.float32, 5),
                                         (tf.float32, (1 << 20) + 37)])
@@ -321,7 +310,8 @@ def test_updates_write_in_place_with_the_same_bits(name, dtype, size, sole_check
     rng = np.random.default_rng(size)
     var0 = rng.standard_normal(size).astype(npdt)
     grads = [rng.standard_normal(size).astype(npdt) for _ in range(3)]
-    g, var, slot_vars, grad, op, _ = _in_place_graph(name, dtype, var0)
+    g, var, slot_vars, grad, out, _ = update_graph(name, dtype, var0)
+    op = out.op
     state = {"var": var0.copy(), **{n: np.full(size, v, npdt) for n, v in zip(slots, inits)}}
     hp = {k: npdt.type(v) for k, v in scalars.items()}
     kw = {"nesterov": True} if extra.get("use_nesterov") else {}
@@ -341,8 +331,9 @@ def test_updates_write_in_place_with_the_same_bits(name, dtype, size, sole_check
 def test_a_value_somebody_holds_is_not_written(name, sole_checks):
     # Views of the values, made earlier in the same step, are fetched: the update must
     # not change them under the reader, so it stores new arrays instead
-    g, var, slot_vars, grad, op, reads = _in_place_graph(name, tf.float64,
-                                                         [1.0, -2.0, 3.0], read_first=True)
+    g, var, slot_vars, grad, out, reads = update_graph(name, tf.float64, [1.0, -2.0, 3.0],
+                                                       read_first=True)
+    op = out.op
     with tf.Session(graph=g) as s:
         s.run(tf.global_variables_initializer())
         s.run(op, {grad: [0.5, 0.5, 0.5]})

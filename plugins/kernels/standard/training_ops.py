@@ -373,33 +373,39 @@ def _adam_kernel(ctx: Any) -> Any:
 
     xp = ctx.xp
 
-    def step_of(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any,
-                eps: Any, out: Sequence[Any] | None = None) -> tuple:
-        # TF's expressions in TF's order, written in place: into ``out`` (the new var,
-        # m and v) when given, else into four new arrays instead of eleven (a fresh
-        # large array costs its page faults)
-        if out is None:
-            out = (xp.empty_like(var), xp.empty_like(m), xp.empty_like(v))
-        var_new, m_new, v_new = out
-        xp.subtract(grad, m, out=m_new)
-        m_new *= one - b1
-        m_new += m
-        xp.multiply(grad, grad, out=v_new)
-        v_new -= v
-        v_new *= one - b2
-        v_new += v
-        denom = sqrt(v_new)
-        denom += eps
-        step = var_new  # the step, then the new value, in the same memory
+    def adam(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any, eps: Any,
+             outs: Sequence[Any], t: Any, step: Any) -> None:
+        # TF's expressions in TF's order, into ``outs`` (the new var, m and v: the old
+        # arrays themselves for an update in place), ``t`` and ``step`` scratch arrays
+        # (``step`` may be the new var's memory when that is not ``var``)
+        var_o, m_o, v_o = outs
+        xp.subtract(grad, m, out=t)
+        t *= one - b1
+        xp.add(m, t, out=m_o)
+        xp.multiply(grad, grad, out=t)
+        t -= v
+        t *= one - b2
+        xp.add(v, t, out=v_o)
         if nesterov:
             xp.multiply(grad, one - b1, out=step)
-            step += b1 * m_new
+            xp.multiply(m_o, b1, out=t)
+            step += t
             step *= alpha
         else:
-            xp.multiply(m_new, alpha, out=step)
-        step /= denom
-        xp.subtract(var, step, out=var_new)
-        return var_new, m_new, v_new
+            xp.multiply(m_o, alpha, out=step)
+        xp.sqrt(v_o, out=t)
+        t += eps
+        step /= t
+        xp.subtract(var, step, out=var_o)
+
+    def step_of(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any,
+                eps: Any, out: Sequence[Any] | None = None) -> tuple:
+        # into ``out`` when given, else into four new arrays instead of eleven (a fresh
+        # large array costs its page faults); the step is computed in the new var
+        if out is None:
+            out = (xp.empty_like(var), xp.empty_like(m), xp.empty_like(v))
+        adam(var, m, v, grad, alpha, b1, b2, eps, out, xp.empty_like(v), out[0])
+        return tuple(out)
 
     def update(var: Any, m: Any, v: Any, b1p: Any, b2p: Any, lr: Any, b1: Any, b2: Any,
                eps: Any, grad: Any) -> tuple:
@@ -411,25 +417,7 @@ def _adam_kernel(ctx: Any) -> Any:
 
     def step_in_place(var: Any, m: Any, v: Any, grad: Any, alpha: Any, b1: Any, b2: Any,
                       eps: Any, t: Any, step: Any) -> None:
-        # step_of's operations in its order, on var, m and v themselves
-        xp.subtract(grad, m, out=t)
-        t *= one - b1
-        m += t
-        xp.multiply(grad, grad, out=t)
-        t -= v
-        t *= one - b2
-        v += t
-        if nesterov:
-            xp.multiply(grad, one - b1, out=step)
-            xp.multiply(m, b1, out=t)
-            step += t
-            step *= alpha
-        else:
-            xp.multiply(m, alpha, out=step)
-        xp.sqrt(v, out=t)
-        t += eps
-        step /= t
-        var -= step
+        adam(var, m, v, grad, alpha, b1, b2, eps, (var, m, v), t, step)
 
     def in_place(var: Any, m: Any, v: Any, b1p: Any, b2p: Any, lr: Any, b1: Any, b2: Any,
                  eps: Any, grad: Any) -> None:
