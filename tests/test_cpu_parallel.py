@@ -317,9 +317,9 @@ def test_large_elementwise_kernels_run_in_row_ranges(two_threads, fmt, pmap_call
     for k, (a, w) in enumerate(zip(got, want)):
         assert a.dtype == (np.int32 if k == 4 else np.float32)
         np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-3)
-    # (an NHWC BiasAddGrad is one matrix-vector product instead, in one part: BLAS kept
-    # to the calling thread; see test_nn_grad)
-    want_parts = [3, 3, 3, 1, 3] if fmt == "NHWC" else [3] * 5
+    # (an NHWC BiasAddGrad is one matrix-vector product instead, with BLAS kept to the
+    # calling thread and no parts; see test_nn_grad)
+    want_parts = [3, 3, 3, 3] if fmt == "NHWC" else [3] * 5
     assert calls == want_parts
 
 

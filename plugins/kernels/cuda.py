@@ -206,15 +206,17 @@ def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
                                  for i, o in enumerate(out))
             return out.get() if 0 in host_out and isinstance(out, ndarray) else out
 
-        def compute(*args: Any) -> Any:
-            a = convert(args)
+        def call(a: Any, finish: Callable[[Any], Any]) -> Any:
             try:
                 with active:
-                    return host_outputs(inner(*a))
+                    return finish(inner(*a))
             except oom as e:
                 raise errors.ResourceExhaustedError(
                     None, None, f"OOM when running node '{name}' (op '{ctx.op_type}') on "
                     f"{where}: {e}") from None
+
+        def compute(*args: Any) -> Any:
+            return call(convert(args), host_outputs)
 
         if host_in_l or host_out:
             return compute
@@ -226,18 +228,16 @@ def _wrap(base: KernelDef, op_def: Any, on_host: bool = False) -> KernelDef:
             for j in dev_pos:
                 if type(args[j]) is not ndarray:
                     return compute(*args)
-            try:
-                with active:
-                    return inner(*args)
-            except oom as e:
-                raise errors.ResourceExhaustedError(
-                    None, None, f"OOM when running node '{name}' (op '{ctx.op_type}') on "
-                    f"{where}: {e}") from None
+            return call(args, _same)
 
         return compute_on_device
 
     return KernelDef(base.op, factory, "GPU", base.kind, base.expensive,
                      tuple(sorted(host)), supports=gpu_supports(op_def))
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def _host_kernel(base: KernelDef, ctx: KernelContext, ndarray: Any) -> Callable[..., Any]:

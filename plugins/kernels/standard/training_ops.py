@@ -294,10 +294,8 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
     # that owns its memory as it is, and copies a view), written through flat views
     results = [xp.empty(arrays[0].shape, dtype=arrays[0].dtype) for _ in range(n_out)]
     outs = [r.reshape(-1) for r in results]
-    step = _SPLIT_RANGE
 
-    def part(i: int) -> None:
-        lo, hi = i * step, min(size, (i + 1) * step)
+    def part(lo: int, hi: int) -> None:
         ins = [a[lo:hi] for a in flat]
         if into:
             fn(*ins, *scalars, out=[o[lo:hi] for o in outs])
@@ -305,8 +303,20 @@ def _split_update(ctx: Any, pmap: Callable[..., list], fn: Callable[..., tuple],
         for o, r in zip(outs, fn(*ins, *scalars)):
             o[lo:hi] = r
 
-    pmap(part, -(-size // step))
+    _ranges(pmap, size, part)
     return tuple(results)
+
+
+def _ranges(pmap: Callable[..., list] | None, size: int,
+            part: Callable[[int, int], None]) -> None:
+    """``part(lo, hi)`` over the :data:`_SPLIT_RANGE` ranges of ``[0, size)`` side by
+    side on the intra-op threads (``pmap``); one call over everything without ``pmap``
+    or for fewer than :data:`_SPLIT_SIZE` elements."""
+    if pmap is None or size < _SPLIT_SIZE:
+        part(0, size)
+        return
+    step = _SPLIT_RANGE
+    pmap(lambda i: part(i * step, min(size, (i + 1) * step)), -(-size // step))
 
 
 def _in_ranges(pmap: Callable[..., list] | None, fn: Callable[..., None],
@@ -316,18 +326,9 @@ def _in_ranges(pmap: Callable[..., list] | None, fn: Callable[..., None],
     side by side on the CPU's intra-op threads (``pmap``) for a large variable (see
     :func:`_split_update`)."""
     flat = [a.reshape(-1) for a in arrays]
-    size = flat[0].size
-    if pmap is None or size < _SPLIT_SIZE:
-        fn(*flat, *scalars, *[np.empty(size, flat[0].dtype) for _ in range(n_tmp)])
-        return
-    step = _SPLIT_RANGE
-
-    def part(i: int) -> None:
-        lo, hi = i * step, min(size, (i + 1) * step)
-        fn(*[a[lo:hi] for a in flat], *scalars,
-           *[np.empty(hi - lo, flat[0].dtype) for _ in range(n_tmp)])
-
-    pmap(part, -(-size // step))
+    _ranges(pmap, flat[0].size, lambda lo, hi: fn(
+        *[a[lo:hi] for a in flat], *scalars,
+        *[np.empty(hi - lo, flat[0].dtype) for _ in range(n_tmp)]))
 
 
 @ks.kernel("ApplyGradientDescent")
