@@ -771,3 +771,135 @@ def test_a_stopped_ps_fails_the_inline_step_in_bounded_time():
             assert time.monotonic() - t0 < 8.0
             assert isinstance(e, errors.UnavailableError), repr(e)
             assert PS in e.message and ps.target in e.message
+
+
+# -- master steps run on the zmq server's I/O thread ---------------------------------------
+def _session_of(server: Server, sess: tf.Session) -> Any:
+    return server.master.session(sess._handle)
+
+
+def _callable_id(server: Server, sess: tf.Session, fetch: Any) -> int:
+    ms = _session_of(server, sess)
+    (cid,) = [cid for cid, cs in ms._callables.items() if cs.fetches == (fetch.name,)]
+    return cid
+
+
+def test_which_callables_run_inline():
+    with _cluster("zmq") as (ps, w):
+        g, v, inc, y = _var_graph()
+        with g.as_default():
+            with tf.device("/job:worker/task:0"):
+                local = tf.constant(3.0) * 2.0  # straight through, on the master's task
+                mm = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))  # an expensive kernel
+            with tf.device("/job:ps/task:0"):
+                q = tf.FIFOQueue(4, tf.float32, shapes=[[]], name="q")
+                enq = q.enqueue([5.0])
+                deq = q.dequeue() + 1.0
+        with tf.Session(w.target, graph=g) as sess:
+            sess.run([v.initializer, enq])
+            assert sess.run(y) == np.float32(2.5)
+            assert sess.run(inc) == np.float32(2.5)
+            assert sess.run(local) == np.float32(6.0)
+            np.testing.assert_array_equal(sess.run(mm), np.full((2, 2), 2.0, np.float32))
+            assert sess.run(deq) == np.float32(6.0)
+            ms = _session_of(w, sess)
+            inline = {t.name: ms.runs_inline(_callable_id(w, sess, t))
+                      for t in (y, inc, local, mm, deq)}
+            # y: the inline pushing ps part, then a light local part; local: straight
+            # through on this task. inc runs wholly on the ps (a remote call the master
+            # waits for on a partition thread); mm has an expensive kernel; deq's ps
+            # part may block
+            assert inline == {y.name: True, inc.name: False, local.name: True,
+                              mm.name: False, deq.name: False}
+            assert not ms.runs_inline(10 ** 9)  # no such callable
+
+
+def test_an_inline_step_runs_on_the_io_thread_and_is_demoted_when_slow(monkeypatch):
+    with _cluster("zmq") as (ps, w):
+        g, v, inc, y = _var_graph()
+        with tf.Session(w.target, graph=g) as sess:
+            sess.run(v.initializer)
+            seen = _record_runs(w, "ps")
+            for _ in range(5):
+                assert sess.run(y) == np.float32(2.5)
+            # the ps part was called from the zmq server's leader: no hand-off to a
+            # handler thread, and none to a partition thread
+            assert len(seen) == 5
+            assert all(t.startswith(IO_THREAD) and w.target.split("//")[1] in t
+                       for t, _ in seen), seen
+            cid = _callable_id(w, sess, y)
+            ms = _session_of(w, sess)
+            monkeypatch.setattr(ServiceHandler, "quick_limit_s", 0.0)  # all "took long"
+            del seen[:]
+            for k in range(4):
+                assert sess.run(y) == np.float32(2.5)
+                assert ms.runs_inline(cid) == (k == 0)  # demoted at the second
+            assert [t.startswith(IO_THREAD) for t, _ in seen] == [True, True, False, False]
+            assert all(t.startswith(HANDLER_THREAD) for t, _ in seen[2:])
+
+
+def test_dispatch_answers_an_inline_run_callable_at_once():
+    with _cluster("zmq") as (ps, w):
+        g, v, inc, y = _var_graph()
+        with tf.Session(w.target, graph=g) as sess:
+            sess.run(v.initializer)
+            assert sess.run(y) == np.float32(2.5) and sess.run(inc) == np.float32(2.5)
+            h = ServiceHandler(w.master, w.worker)
+            for fetch, at_once in ((y, True), (inc, False)):
+                req = pack(pb.RunCallableRequest(session_handle=sess._handle,
+                                                 handle=_callable_id(w, sess, fetch)))
+                r = h.dispatch("Master/RunCallable", *req)
+                assert _is_reply(r) == at_once and callable(r) != at_once
+                _, values = unpack(*(r if at_once else r()), pb.RunCallableResponse)
+                assert len(values) == 1 and values[0] >= np.float32(2.5)
+            # an unknown session is answered at once with the master's error
+            r = h.dispatch("Master/RunCallable", *pack(pb.RunCallableRequest(
+                session_handle="nope", handle=1)))
+            assert _is_reply(r)
+            with pytest.raises(errors.AbortedError, match="nope"):
+                unpack(*r, pb.RunCallableResponse)
+
+
+def test_a_late_inline_call_hands_the_lead_over():
+    """The ps takes its time with the inline step's RunGraph: after HANDOFF_MS the
+    worker's leader hands the lead over, so the worker's server answers other
+    requests while the step waits; the step then finishes with the right value."""
+    from flowrt.plugins.transports import zmq as zmq_transport
+    release = threading.Event()
+    entered = threading.Event()
+    with _cluster("zmq") as (ps, w):
+        g, v, _inc, y = _var_graph()
+        cfg = tf.ConfigProto(operation_timeout_in_ms=20000)
+        with tf.Session(w.target, graph=g, config=cfg) as sess:
+            sess.run(v.initializer)
+            assert sess.run(y) == np.float32(2.5)
+            assert _session_of(w, sess).runs_inline(_callable_id(w, sess, y))
+            orig = ps.worker.run_graph
+
+            def held(*a: Any, **k: Any) -> Any:
+                entered.set()
+                release.wait(WAIT)
+                return orig(*a, **k)
+
+            ps.worker.run_graph = held
+            try:
+                step = Bg(lambda: sess.run(y))
+                assert entered.wait(WAIT)
+                time.sleep(zmq_transport.HANDOFF_MS / 1000 * 4)
+                # the worker's server still answers: another thread leads
+                status = WorkerClient(zmq_transport.ZmqTransport(), w.target.split("//")[1])
+                try:
+                    t0 = time.monotonic()
+                    assert status.get_status(timeout=WAIT).task == 0
+                    assert time.monotonic() - t0 < WAIT / 2
+                finally:
+                    status.close()
+                assert step.alive()
+                release.set()
+                assert step.result() == np.float32(2.5)
+            finally:
+                release.set()
+                ps.worker.run_graph = orig
+            # the thread that handed over went back to the pool; steps go on inline
+            for _ in range(3):
+                assert sess.run(y) == np.float32(2.5)

@@ -608,6 +608,12 @@ class ServiceHandler:
         self._now: dict[str, Callable[[Any, list[Any]], Any]] = {
             "Worker/RunGraph": self._run_graph_now,
             "Worker/RecvTensors": self._recv_tensors_now,
+            "Master/RunCallable": self._run_callable_now,
+        }
+        # what a request answered at once that took long says (see quick_limit_s)
+        self._took_long: dict[str, Callable[[Any], None]] = {
+            "Worker/RunGraph": lambda req: self.worker.not_quick(req.graph_handle),
+            "Master/RunCallable": self._callable_took_long,
         }
 
     #: requests a server runs at once on threads that may block (beyond: refused with
@@ -658,8 +664,9 @@ class ServiceHandler:
 
         Answered at once: status, aborts, deregistrations, a RunGraph whose graph runs
         straight through without waiting (:meth:`Worker.runs_without_blocking`), and
-        RecvTensors whose tensors were already sent. Master calls always wait (they
-        call other tasks), as does anything that would block."""
+        RecvTensors whose tensors were already sent, and a RunCallable whose step runs
+        inline (:meth:`_run_callable_now`). Other master calls wait (they may call
+        other tasks for long), as does anything that would block."""
         try:
             entry = self._entry(method)
             req, tensors, same = unpack_from_peer(header, buffers, entry[0],
@@ -680,9 +687,10 @@ class ServiceHandler:
                 return pack(status=errors.InternalError(
                     None, None, f"{method}: {type(e).__name__}: {e}"))
             finally:
-                if method == "Worker/RunGraph" and \
-                        time.perf_counter() - t0 > self.quick_limit_s:
-                    self.worker.not_quick(req.graph_handle)
+                if time.perf_counter() - t0 > self.quick_limit_s:
+                    slow = self._took_long.get(method)
+                    if slow is not None:
+                        slow(req)
         elif method in self._instant:
             return self._answer(method, fn, req, tensors, same)
         peer = getattr(_REQUEST, "peer", None)
@@ -750,6 +758,25 @@ class ServiceHandler:
             _stats_to_proto(stats, resp.stats)
         resp.clock_offset = time.perf_counter()
         return resp, values
+
+    def _run_callable_now(self, req: Any, tensors: list[Any]) -> Any:
+        """RunCallable on the thread that took the request in, when the master says
+        its step runs inline (:meth:`MasterSession.runs_inline`); else None (a handler
+        thread runs it). The step's one network wait, its inline RunGraph call, lets
+        a transport hand its server's lead to another thread if it lasts."""
+        if self.master is None:
+            return None
+        ms = self.master.session(req.session_handle)
+        if not ms.runs_inline(req.handle):
+            return None
+        with _threads.serving:  # it replies even while the process exits
+            return self._run_callable(req, tensors)
+
+    def _callable_took_long(self, req: Any) -> None:
+        try:
+            self.master.session(req.session_handle).not_quick(req.handle)
+        except errors.OpError:
+            pass  # the session is gone: nothing to remember
 
     def _release_callable(self, req: Any, _t: list[Any]) -> Any:
         self.master.session(req.session_handle).release_callable(req.handle)
@@ -878,9 +905,10 @@ class ServiceHandler:
         resp.pushed_key.extend(k for k, _ in got.pushed)
         return resp, values + [v for _, v in got.pushed]
 
-    #: a graph whose step, answered at once, took longer than this many seconds (twice:
-    #: once may be a pause of the process) is run on a handler thread from then on (its
-    #: server's I/O thread answers nothing else meanwhile, health checks included)
+    #: a graph (or a callable's step) whose step, answered at once, took longer than
+    #: this many seconds (twice: once may be a pause of the process) is run on a
+    #: handler thread from then on (its server's I/O thread answers nothing else
+    #: meanwhile, health checks included)
     quick_limit_s = 0.02
 
     def _run_graph_now(self, req: Any, tensors: list[Any]) -> Any:

@@ -218,7 +218,8 @@ class CompiledStep:
     same, the step stays registered and only ``version`` moves on."""
 
     __slots__ = ("feeds", "fetches", "targets", "version", "parts", "placement",
-                 "ir", "partitions", "push", "first_inline", "staged", "key", "mode")
+                 "ir", "partitions", "push", "first_inline", "staged", "key", "mode",
+                 "slow_inline")
 
     def __init__(self, feeds: tuple[str, ...], fetches: tuple[str, ...],
                  targets: tuple[str, ...]):
@@ -238,6 +239,9 @@ class CompiledStep:
         self.first_inline: int | None = None
         #: a staged step (see split_stages): its three parts (also in ``parts``)
         self.staged: StagedParts | None = None
+        #: steps run on a server's I/O thread that took long (see
+        #: :meth:`MasterSession.runs_inline`); from the second on, none runs there
+        self.slow_inline = 0
         #: how a step of it runs, decided at compile time: ``"local"`` (one part, on
         #: the master's own worker: one call), ``"staged"`` (:meth:`MasterSession.
         #: _run_staged`) or ``"workers"`` (:meth:`MasterSession._run_on_workers`)
@@ -594,6 +598,34 @@ class MasterSession:
         return out
 
     # -- run --------------------------------------------------------------------------
+    def runs_inline(self, cid: int) -> bool:
+        """Whether a step of callable ``cid`` may run on the thread of a server that
+        took its request in (for zmq, the one reading the socket): it is compiled for
+        the current graph, and every part runs on the caller's thread and briefly, so
+        that it needs nothing from this task's server and waits for nothing but its
+        one inline RunGraph call. That is a step wholly on this task whose graph runs
+        straight through (:meth:`Worker.runs_without_blocking`), or one whose only other
+        part is the inline pushing partition (see :meth:`_first_inline`). Two such
+        steps that took long (:meth:`not_quick`) end it for the callable."""
+        cs = self._callables.get(cid)
+        if cs is None or cs.slow_inline >= 2 or cs.version != self.graph.version \
+                or self.closed:
+            return False
+        local = self.master.local_worker
+        if cs.mode == "local":
+            part = cs.parts[0] if cs.parts else None
+            return part is not None and part.worker is local and \
+                local.runs_without_blocking(part.handle)
+        return cs.mode == "workers" and cs.first_inline is not None and \
+            all(p.on_caller for p in cs.parts)
+
+    def not_quick(self, cid: int) -> None:
+        """A step of callable ``cid`` run inline took long; the second time, its steps
+        stop running inline (see :meth:`runs_inline`)."""
+        cs = self._callables.get(cid)
+        if cs is not None:
+            cs.slow_inline += 1
+
     def run_callable(self, cid: int, args: Sequence[Any], trace: bool = False,
                      timeout_ms: int = 0) -> tuple[list[Any], list[NodeStat] | None]:
         """Run a compiled step; ``timeout_ms`` (else the config's

@@ -9,7 +9,10 @@ without waiting (the handler's optional ``dispatch``, see flowrt.transport); for
 other, it hands the leadership to another thread of the server's pool (an idle one, or a
 new one: the pool has no fixed limit, so handlers that block on each other cannot
 deadlock) and runs the request itself, so a request never waits for a thread to wake
-up. A reply is sent by the thread that computed it.
+up. A request answered at once may still wait on a call of its own (a master step run
+inline, see ``ServiceHandler.dispatch``): if that call is not answered within
+:data:`HANDOFF_MS`, the leader hands the lead over then, from inside the call, so a slow
+peer never holds the server. A reply is sent by the thread that computed it.
 
 Wire format
 -----------
@@ -516,6 +519,9 @@ class _Pool:
             self._q.put(None)
 
 
+_HANDED = ("handed over",)  # _Server._start: the request ran and another thread leads
+
+
 class _Server(ServerHandle):
     """A ROUTER socket, taken in by one leader thread at a time.
 
@@ -621,6 +627,9 @@ class _Server(ServerHandle):
                             continue
                     if req is not None:
                         work = self._start(*req)
+                        if work is _HANDED:  # another thread leads now
+                            me.name = self._work_name
+                            return False
                         if work is not None:
                             break
                 if work is None:
@@ -663,9 +672,11 @@ class _Server(ServerHandle):
         return ident, rid, method, header, buffers
 
     def _start(self, ident: bytes, rid: int, method: str, header: bytes, buffers: list
-               ) -> tuple[bytes, int, str, Callable[[], tuple[bytes, Sequence[Any]]]] | None:
-        """Answer a request now when the handler can without blocking; else return what
-        a thread of its own must run."""
+               ) -> tuple[Any, ...] | None:
+        """Answer a request now when the handler can without blocking (None; or
+        :data:`_HANDED` when it handed the lead over meanwhile, see
+        :meth:`_hand_off`); else return what a thread of its own must run:
+        ``(ident, rid, method, callable)``."""
         dispatch = self._dispatch
         peer = ident.peer_address() if isinstance(ident, _Ident) else None
         if dispatch is None:
@@ -673,16 +684,29 @@ class _Server(ServerHandle):
             return ident, rid, method, functools.partial(self._handler, method, header,
                                                          buffers)
         request_context(peer)
+        handed: list[bool] = []
+        _LEADING.handoff = functools.partial(self._hand_off, handed)
         try:
             r = dispatch(method, header, buffers)
         except Exception as e:  # noqa: BLE001 - reported to the caller
-            self._finish(ident, rid, self._failed(method, e, rid), True)
-            return None
-        if callable(r):
-            self._park(ident, rid, peer)
-            return ident, rid, method, r
-        self._finish(ident, rid, self._frames(rid, method, r), True)
-        return None
+            frames = self._failed(method, e, rid)
+        else:
+            if callable(r):
+                self._park(ident, rid, peer)
+                return ident, rid, method, r
+            frames = self._frames(rid, method, r)
+        finally:
+            _LEADING.handoff = None
+        self._finish(ident, rid, frames, not handed)
+        return _HANDED if handed else None
+
+    def _hand_off(self, handed: list[bool]) -> None:
+        """Called (once) from inside a call that a request answered at once makes, when
+        its reply is late: another thread takes the lead; this one, once it replied,
+        goes back to the pool (see :meth:`_lead`)."""
+        if not handed:
+            handed.append(True)
+            self._pool.submit(self._lead)
 
     def _park(self, ident: bytes, rid: int, peer: str | None) -> None:
         """The request ``(ident, rid)`` is about to run on this thread, which may block:
@@ -831,6 +855,10 @@ _EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CO
            | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_CONNECTED)
 _SLICE_MS = 100  # how often a waiting call looks at its link's monitor and the closed flag
+#: a server's leader that makes a call of its own (running a request inline) hands the
+#: lead to another thread once the call has waited this long for its reply
+HANDOFF_MS = 5
+_LEADING = threading.local()  # .handoff: the leader's hand-off, while it runs a request
 
 
 class _Link:
@@ -1012,21 +1040,35 @@ class _Channel(Channel):
               deadline: float | None, timeout: float | None,
               cancel: threading.Event | None) -> tuple[bytes, list[Any]]:
         sock = link.sock
+        # a server's leader running a request inline: wait briefly, then hand the lead
+        # over (another thread takes requests in) and wait on as any call does
+        handoff = getattr(_LEADING, "handoff", None)
         while not link.ready:  # a new link: wait for the handshake
             if link.down or link.dropped:
                 raise self._unavailable(link, method)
-            link.poller.poll(self._slice(method, deadline, timeout, cancel))
+            ms = self._slice(method, deadline, timeout, cancel)
+            if handoff is not None:
+                if not link.poller.poll(min(ms, HANDOFF_MS)):
+                    handoff()
+                    handoff = None
+            else:
+                link.poller.poll(ms)
             link.events()
         _send_frames(sock, frames)
         del frames
         while True:  # a blocking receive, a slice at a time, then a look at the monitor
             ms = self._slice(method, deadline, timeout, cancel)
+            if handoff is not None:
+                ms = min(ms, HANDOFF_MS)
             if ms != link.rcvtimeo:
                 sock.setsockopt(_RCVTIMEO, ms)
                 link.rcvtimeo = ms
             try:
                 got = self._reply(sock, rid, method, 0)
             except zmq.Again:
+                if handoff is not None:
+                    handoff()
+                    handoff = None
                 link.events()
                 if link.dropped:
                     try:  # a reply that made it before the connection dropped
