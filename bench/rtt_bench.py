@@ -8,6 +8,8 @@ its own on a free 127.0.0.1 port:
 - ``tcp``: a plain blocking TCP socket (TCP_NODELAY), the kernel's floor;
 - ``pyzmq``: a DEALER talking to a ROUTER that echoes (one thread each side);
 - ``grpcio``: a unary call to a generic handler that echoes (grpcio's thread pool);
+- ``grpcio-stream``: one message each way on a bidirectional stream kept open (the
+  requests fed from a queue, as flowrt's call streams are), echoed by the handler;
 - ``flowrt-zmq`` / ``flowrt-grpc``: flowrt's transports (``Channel.call``), the echo
   answered by the handler's ``dispatch`` where the transport uses it.
 
@@ -26,7 +28,7 @@ import sys
 import time
 from typing import Any, Callable
 
-KINDS = ("tcp", "pyzmq", "grpcio", "flowrt-zmq", "flowrt-grpc")
+KINDS = ("tcp", "pyzmq", "grpcio", "grpcio-stream", "flowrt-zmq", "flowrt-grpc")
 _PAYLOAD = b"x" * 100
 
 
@@ -50,13 +52,15 @@ def _serve(kind: str, port: int) -> None:
         sock.bind(f"tcp://127.0.0.1:{port}")
         while True:
             sock.send_multipart(sock.recv_multipart(copy=False), copy=False)
-    elif kind == "grpcio":
+    elif kind in ("grpcio", "grpcio-stream"):
         from concurrent import futures
 
         import grpc
 
         handler = grpc.method_handlers_generic_handler(
-            "echo", {"Echo": grpc.unary_unary_rpc_method_handler(lambda req, ctx: req)})
+            "echo", {"Echo": grpc.unary_unary_rpc_method_handler(lambda req, ctx: req),
+                     "Stream": grpc.stream_stream_rpc_method_handler(
+                         lambda reqs, ctx: (r for r in reqs))})
         server = grpc.server(futures.ThreadPoolExecutor(8), handlers=[handler])
         server.add_insecure_port(f"127.0.0.1:{port}")
         server.start()
@@ -123,6 +127,20 @@ def _client(kind: str, port: int) -> Callable[[], None]:
         grpc.channel_ready_future(ch).result(timeout=10)
         stub = ch.unary_unary("/echo/Echo")
         return lambda: stub(_PAYLOAD, timeout=10)
+    if kind == "grpcio-stream":
+        import queue
+
+        import grpc
+
+        ch = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(ch).result(timeout=10)
+        q: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        replies = ch.stream_stream("/echo/Stream")(iter(q.get, None))
+
+        def call() -> None:
+            q.put(_PAYLOAD)
+            next(replies)
+        return call
     channel = _flowrt_transport(kind).connect(f"127.0.0.1:{port}")
     return lambda: channel.call("Echo", _PAYLOAD[:40], [_PAYLOAD[40:]], timeout=10)
 

@@ -24,7 +24,8 @@ from flowrt.partition import partition
 from flowrt.placement import place
 from flowrt.proto import service_pb2 as pb
 from flowrt.rendezvous import Rendezvous, make_key
-from flowrt.rpc import ServiceHandler, WorkerClient, pack, unpack
+from flowrt.rpc import (ServiceHandler, WorkerClient, pack, request_context,
+                        unpack)
 from flowrt.runtime import default_runtime
 from flowrt.server import Server
 from flowrt.transport import Channel
@@ -845,6 +846,16 @@ def test_dispatch_answers_an_inline_run_callable_at_once():
             sess.run(v.initializer)
             assert sess.run(y) == np.float32(2.5) and sess.run(inc) == np.float32(2.5)
             h = ServiceHandler(w.master, w.worker)
+            # only a transport that says its thread may make calls gets inline steps
+            req = pack(pb.RunCallableRequest(session_handle=sess._handle,
+                                             handle=_callable_id(w, sess, y)))
+            request_context(None)
+            r = h.dispatch("Master/RunCallable", *req)
+            assert callable(r)
+            # v is 2.5 after inc: y is 3.5
+            np.testing.assert_array_equal(unpack(*r(), pb.RunCallableResponse)[1],
+                                          [np.float32(3.5)])
+            request_context(None, may_call=True)
             for fetch, at_once in ((y, True), (inc, False)):
                 req = pack(pb.RunCallableRequest(session_handle=sess._handle,
                                                  handle=_callable_id(w, sess, fetch)))
@@ -858,6 +869,7 @@ def test_dispatch_answers_an_inline_run_callable_at_once():
             assert _is_reply(r)
             with pytest.raises(errors.AbortedError, match="nope"):
                 unpack(*r, pb.RunCallableResponse)
+            request_context(None)
 
 
 def test_a_late_inline_call_hands_the_lead_over():

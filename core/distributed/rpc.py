@@ -506,13 +506,17 @@ def _endpoint(name: str) -> tuple[str, int]:
 _REQUEST = threading.local()  # the peer and cancel event of the request being taken
 
 
-def request_context(peer: str | None = None, cancel: threading.Event | None = None
-                    ) -> None:
+def request_context(peer: str | None = None, cancel: threading.Event | None = None,
+                    may_call: bool = False) -> None:
     """For transports: the request this thread hands a :class:`ServiceHandler` next
     (``__call__`` or ``dispatch``) comes from ``peer`` (its address without the port:
     the pending-request cap per peer counts by it), and ``cancel`` is set once its
-    caller went away (a receive waiting for it then ends)."""
-    _REQUEST.peer, _REQUEST.cancel = peer, cancel
+    caller went away (a receive waiting for it then ends). ``may_call``: ``dispatch``
+    may answer a request at once that makes a call of its own to another task (a
+    master step run inline, see :meth:`ServiceHandler.dispatch`); say it only when a
+    wait in that call cannot stall the server (the zmq server hands its lead to
+    another thread when the call's reply is late)."""
+    _REQUEST.peer, _REQUEST.cancel, _REQUEST.may_call = peer, cancel, may_call
 
 
 def _env_int(name: str, default: int) -> int:
@@ -664,9 +668,10 @@ class ServiceHandler:
 
         Answered at once: status, aborts, deregistrations, a RunGraph whose graph runs
         straight through without waiting (:meth:`Worker.runs_without_blocking`), and
-        RecvTensors whose tensors were already sent, and a RunCallable whose step runs
-        inline (:meth:`_run_callable_now`). Other master calls wait (they may call
-        other tasks for long), as does anything that would block."""
+        RecvTensors whose tensors were already sent, and, where the transport said
+        ``may_call`` (:func:`request_context`), a RunCallable whose step runs inline
+        (:meth:`_run_callable_now`). Other master calls wait (they may call other tasks
+        for long), as does anything that would block."""
         try:
             entry = self._entry(method)
             req, tensors, same = unpack_from_peer(header, buffers, entry[0],
@@ -764,7 +769,7 @@ class ServiceHandler:
         its step runs inline (:meth:`MasterSession.runs_inline`); else None (a handler
         thread runs it). The step's one network wait, its inline RunGraph call, lets
         a transport hand its server's lead to another thread if it lasts."""
-        if self.master is None:
+        if self.master is None or not getattr(_REQUEST, "may_call", False):
             return None
         ms = self.master.session(req.session_handle)
         if not ms.runs_inline(req.handle):

@@ -683,7 +683,7 @@ class _Server(ServerHandle):
             self._park(ident, rid, peer)
             return ident, rid, method, functools.partial(self._handler, method, header,
                                                          buffers)
-        request_context(peer)
+        request_context(peer, may_call=True)  # a late call hands the lead over
         handed: list[bool] = []
         _LEADING.handoff = functools.partial(self._hand_off, handed)
         try:
