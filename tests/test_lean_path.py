@@ -408,6 +408,9 @@ class Recorder:
 
     def dispatch(self, method: str, header: bytes, buffers: list[Any]) -> Any:
         self._note("dispatch", method)
+        if method == "may_call":  # whether the server lets this thread make calls
+            from flowrt.distributed.rpc import _REQUEST
+            return str(getattr(_REQUEST, "may_call", None)).encode(), []
         if method == "quick":
             return b"quick:" + bytes(header), [bytes(b) for b in buffers]
         if method == "raise":
@@ -479,6 +482,18 @@ def test_a_blocked_deferred_call_does_not_hold_quick_ones(served):
     assert t.startswith(HANDLER_THREAD)
     h.release.set()
     assert bytes(blocked.result()[0]) == b"released"
+
+
+def test_the_io_thread_may_make_calls_only_for_a_lone_request(served):
+    h, _s, ch = served
+    assert bytes(ch.call("may_call", b"", [], timeout=WAIT)[0]) == b"True"
+    blocked = Bg(lambda: ch.call("block", b"", [], timeout=WAIT * 2))
+    assert h.entered.wait(WAIT)
+    # another request is in flight: this one must not hold the I/O thread on a call
+    assert bytes(ch.call("may_call", b"", [], timeout=WAIT)[0]) == b"False"
+    h.release.set()
+    assert bytes(blocked.result()[0]) == b"released"
+    assert bytes(ch.call("may_call", b"", [], timeout=WAIT)[0]) == b"True"
 
 
 def test_handlers_without_dispatch_still_work(transport):

@@ -683,7 +683,9 @@ class _Server(ServerHandle):
             self._park(ident, rid, peer)
             return ident, rid, method, functools.partial(self._handler, method, header,
                                                          buffers)
-        request_context(peer, may_call=True)  # a late call hands the lead over
+        # it may make a call of its own (a late one hands the lead over) when no other
+        # request is in flight: requests that come together run on threads side by side
+        request_context(peer, may_call=len(self._inflight) == 1)
         handed: list[bool] = []
         _LEADING.handoff = functools.partial(self._hand_off, handed)
         try:
