@@ -930,3 +930,77 @@ def test_a_late_inline_call_hands_the_lead_over():
             # the thread that handed over went back to the pool; steps go on inline
             for _ in range(3):
                 assert sess.run(y) == np.float32(2.5)
+
+
+# -- the lean worker paths: a pushing partition, a part whose receives were pushed --------
+def _count(obj: Any, name: str) -> list[int]:
+    """Count the calls of method ``name`` of ``obj`` (an instance)."""
+    n = [0]
+    orig = getattr(obj, name)
+
+    def counted(*a: Any, **k: Any) -> Any:
+        n[0] += 1
+        return orig(*a, **k)
+
+    setattr(obj, name, counted)
+    return n
+
+
+def test_a_pushing_partition_and_its_receiver_run_outside_the_step_tables():
+    with _cluster("zmq") as (ps, w):
+        g, v, inc, y = _var_graph()
+        with tf.Session(w.target, graph=g) as sess:
+            sess.run(v.initializer)
+            pushing = _count(ps.worker, "_run_pushing")
+            ready = _count(w.worker, "_run_ready")
+            expect = 1.5
+            for k in range(6):
+                assert sess.run(y) == np.float32(expect + 1.0)
+                if k % 2:
+                    expect = float(sess.run(inc))
+            # every step of y: the ps part ran with a rendezvous of its own, worker 0's
+            # part on the values pushed with the ps's reply; no step is left behind
+            assert pushing[0] == 6 and ready[0] == 6
+            assert not ps.worker.rendezvous_mgr._table and not ps.worker._running_steps
+            assert not w.worker.rendezvous_mgr._table and not w.worker._running_steps
+            # a traced step takes the general path, with the ps's nodes in its stats
+            meta = tf.RunMetadata()
+            assert sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                            run_metadata=meta) == np.float32(expect + 1.0)
+            assert pushing[0] == 6 and ready[0] == 6
+            devices = {d.device for d in meta.step_stats.dev_stats}
+            assert any("/job:ps/" in d for d in devices), devices
+            # an abort that came first still fails the step on the ps
+            part = _compiled(w, sess, y).parts[_compiled(w, sess, y).first_inline]
+            err = errors.AbortedError(None, None, "step 77 failed elsewhere")
+            ps.worker.abort_step(77, err)
+            with pytest.raises(errors.AbortedError, match="failed elsewhere"):
+                ps.worker.run_graph(RunGraphRequest(part.handle, 77, push_to=("worker", 0)))
+            assert pushing[0] == 7
+
+
+def test_a_partition_that_also_sends_to_a_third_task_is_pulled_from_as_before():
+    cluster = ft.cluster_addresses("zmq", {"ps": 1, "worker": 2})
+    servers = [Server(cluster, j, i, protocol="zmq")
+               for j, i in (("ps", 0), ("worker", 0), ("worker", 1))]
+    try:
+        ps, w0, _w1 = servers
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(PS):
+                v = tf.Variable(1.5, name="v")
+            with tf.device("/job:worker/task:0"):
+                y0 = v + 1.0
+            with tf.device("/job:worker/task:1"):
+                y1 = v * 2.0
+        with tf.Session(w0.target, graph=g) as sess:
+            sess.run(v.initializer)
+            pushing = _count(ps.worker, "_run_pushing")
+            for _ in range(3):
+                assert sess.run([y0, y1]) == [np.float32(2.5), np.float32(3.0)]
+            # worker 1 pulls its value from the ps's rendezvous: not the lean path
+            assert pushing[0] == 0
+            assert not ps.worker.rendezvous_mgr._table
+    finally:
+        for s in reversed(servers):
+            s.stop()

@@ -39,7 +39,7 @@ class _Registered:
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
                  "positions", "transfers", "answers_at_once", "no_expensive_kernel",
                  "pulled_together_keys", "pulled_together_count", "slow_answers",
-                 "recv_keys", "recvs_only")
+                 "recv_keys", "recvs_only", "send_tasks")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int, pull_together: Sequence[str] = (),
@@ -76,6 +76,11 @@ class _Registered:
             for ex, _ in parts for c in ex.nodes if c.node.type == "_Recv")
         self.recvs_only = (self.no_expensive_kernel and self.executor is not None and
                            not facts.waits)
+        #: the tasks its sends go to (None: a send to a device of no known task)
+        tasks = {task_of(str(c.node.node_attrs["recv_device"]))
+                 for ex, _ in parts for c in ex.nodes if c.node.type == "_Send"}
+        self.send_tasks: frozenset[tuple[str, int]] | None = \
+            None if None in tasks else frozenset(tasks)  # type: ignore[arg-type]
         # per sending device: the keys of the receives pulled together (see
         # _WorkerRendezvous)
         names = set(pull_together)
@@ -523,6 +528,11 @@ class Worker:
             self.accept_pushed(step_id, request.pushed_in)
             pushed_from = pushed_from | {request.pushed_in_from}
         if request.rendezvous is None and self.resolver is not None and reg.transfers:
+            push_to = request.push_to
+            if (push_to is not None and stats is None and not pushed_from
+                    and reg.executor is not None and reg.straight_line
+                    and not reg.recv_keys and reg.send_tasks == {push_to}):
+                return self._run_pushing(reg, step_id, args, push_to)
             pushed: list[tuple[str, Any]] = []
             out = self._run_in_cluster(reg, step_id, args, stats, timeout,
                                        request.push_to, pushed, pushed_from)
@@ -586,6 +596,10 @@ class Worker:
         receives pull from them (:class:`_WorkerRendezvous`), and with ``push_to`` the
         tensors sent to that task are taken into ``pushed``."""
         local = self._step_rendezvous(step_id)
+        ex = reg.executor
+        if (stats is None and ex is not None and reg.send_tasks == frozenset()
+                and ex.can_run_ready and self._recvs_ready(reg, local, pushed_from)):
+            return self._run_ready(reg, step_id, args, local)
         rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from,
                                 reg.pulled_together_count)
         with self._lock:
@@ -604,13 +618,7 @@ class Worker:
                     vals = ex.run(args, step, stats, timeout, recvs_ready=ready)
                 finally:
                     self._untrack(reg.session, step_id, step)
-                positions = reg.parts[0][1]
-                if len(positions) == reg.n_fetches and positions == reg.positions:
-                    out = vals
-                else:
-                    out = [None] * reg.n_fetches
-                    for pos, v in zip(positions, vals):
-                        out[pos] = v
+                out = self._at_positions(reg, vals)
             if push_to is not None and pushed is not None:
                 pushed.extend(_take_sent_to(local, self, push_to))
             return out
@@ -622,6 +630,49 @@ class Worker:
                 else:
                     self._running_steps.pop(step_id, None)
             self._release_step(step_id)
+
+    def _run_pushing(self, reg: _Registered, step_id: int, args: Sequence[Any],
+                     push_to: tuple[str, int]) -> RunGraphResponse:
+        """A step of a graph that receives nothing, runs straight through and sends
+        only to ``push_to``, whose reply carries every tensor it sent: nothing in it
+        can wait, and no other task asks this one for its tensors, so it runs with a
+        rendezvous of its own, outside the worker's tables (an abort can find nothing
+        to stop in it; one that came first still fails it)."""
+        err = self._aborted.get(step_id)
+        if err is not None:
+            raise err
+        ex = reg.executor
+        assert ex is not None
+        rdv = Rendezvous(step_id)
+        vals = ex.run(args, StepContext(step_id, rdv, ex.session_state, self.runtime))
+        return RunGraphResponse(self._at_positions(reg, vals),
+                                _take_sent_to(rdv, self, push_to), None)
+
+    def _run_ready(self, reg: _Registered, step_id: int, args: Sequence[Any],
+                   local: Rendezvous) -> list[Any]:
+        """A step of a graph that sends nothing and whose receives all find their
+        values in the step's rendezvous already (pushed to this task): it runs
+        straight through on that rendezvous, with nothing to wait for or to cancel,
+        outside the tables of running steps."""
+        ex = reg.executor
+        assert ex is not None
+        try:
+            vals = ex.run(args, StepContext(step_id, local, ex.session_state,
+                                            self.runtime), recvs_ready=True)
+        finally:
+            self._release_step(step_id)
+        return self._at_positions(reg, vals)
+
+    @staticmethod
+    def _at_positions(reg: _Registered, vals: list[Any]) -> list[Any]:
+        """A single-executor graph's outputs at their step-wide fetch positions."""
+        positions = reg.parts[0][1]
+        if len(positions) == reg.n_fetches and positions == reg.positions:
+            return vals
+        out: list[Any] = [None] * reg.n_fetches
+        for pos, v in zip(positions, vals):
+            out[pos] = v
+        return out
 
     def _recvs_ready(self, reg: "_Registered", local: Rendezvous,
                      pushed_from: frozenset[tuple[str, int]]) -> bool:
