@@ -1004,3 +1004,21 @@ def test_a_partition_that_also_sends_to_a_third_task_is_pulled_from_as_before():
     finally:
         for s in reversed(servers):
             s.stop()
+
+
+def test_a_step_that_calls_its_own_master_from_a_py_func_does_not_deadlock():
+    """A py_func step runs straight through, so the zmq leader runs it inline; its
+    Python calls this same server. The leader's call hands the lead over once its reply
+    is late, and another thread takes the nested request in."""
+    with _cluster("zmq") as (_ps, w):
+        g2 = tf.Graph()
+        with g2.as_default(), tf.device("/job:worker/task:0"):
+            z = tf.constant(4.0) + 1.0
+        with tf.Session(w.target, graph=g2) as inner:
+            g = tf.Graph()
+            with g.as_default(), tf.device("/job:worker/task:0"):
+                y = tf.py_func(lambda x: np.float32(x + inner.run(z)), [tf.constant(1.0)],
+                               tf.float32)
+            with tf.Session(w.target, graph=g) as sess:
+                steps = Bg(lambda: [sess.run(y) for _ in range(3)])
+                assert steps.result(WAIT * 2) == [np.float32(6.0)] * 3
