@@ -353,3 +353,37 @@ def test_concurrent_steps_from_threads(g, threads_cfg):
             t.join(THREAD_TIMEOUT)
         assert not any(t.is_alive() for t in ts), "a step hung"
     assert failures == []
+
+
+def test_floating_point_warnings_stay_quiet_and_moves_skip_errstate(monkeypatch):
+    """Kernels run with numpy's floating-point warnings off, as TF's produce inf and
+    nan silently; a plan that only moves values (a variable read, say) skips the
+    ``np.errstate`` that costs more than its kernels."""
+    import warnings
+
+    from flowrt.engine import executor as ex_mod
+
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2])
+        q = x / tf.constant([0.0, 0.0])
+        v = tf.Variable([1.0, 2.0])
+        read = tf.identity(v)
+    seen: list[Any] = []
+    orig = ex_mod.Executor.__init__
+
+    def record(self: Any, *a: Any, **k: Any) -> None:
+        orig(self, *a, **k)
+        seen.append(self)
+
+    monkeypatch.setattr(ex_mod.Executor, "__init__", record)
+    with tf.Session(graph=g) as sess, warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would fail the step
+        sess.run(v.initializer)
+        got = sess.run(q, {x: np.float32([1.0, 0.0])})
+        assert np.isposinf(got[0]) and np.isnan(got[1])
+        np.testing.assert_array_equal(sess.run(read), [1.0, 2.0])
+    kinds = {tuple(sorted(c.node.type for c in e.nodes)): e._moves_only for e in seen
+             if e.straight_line}
+    assert any(not quiet and "RealDiv" in types for types, quiet in kinds.items()), kinds
+    assert any(quiet and "VariableV2" in types for types, quiet in kinds.items()), kinds

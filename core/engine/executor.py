@@ -88,6 +88,10 @@ class Executor(Plan):
         self._fn: Callable[..., list[Any]] | None = None
         self._code: Any = None
         self._lines: list[int] = []
+        #: no node computes anything that could raise a floating-point warning (it
+        #: only moves values: a variable read and its send, say): a straight-line run
+        #: needs no ``np.errstate``, which costs more than such a step's kernels
+        self._moves_only = all(c.node.type in _MOVES_ONLY for c in self.nodes)
         if self.straight_line:
             self._fn, self._code, self._lines = generate(self)
         #: a straight-line variant for steps whose receives are all already in the
@@ -198,6 +202,8 @@ class Executor(Plan):
             if self._activate is not None:
                 with np.errstate(all="ignore"), self._activate():
                     return fn(args, step)  # type: ignore[misc]
+            if self._moves_only:
+                return fn(args, step)  # type: ignore[misc]
             with np.errstate(all="ignore"):
                 return fn(args, step)  # type: ignore[misc]
         except Exception as e:
@@ -220,6 +226,12 @@ def _run_frames(ex: Executor, args: Sequence[Any], step: StepContext,
     """Run one step of a plan with loops (:func:`.frames.run_frames`)."""
     return run_frames(ex, args, step, stats, timeout, _run_on_pool_framed)
 
+
+#: ops that only move values (no arithmetic, so no floating-point warning)
+_MOVES_ONLY = frozenset({"_Arg", "_Retval", "_Send", "_Recv", "_HostSend", "_HostRecv",
+                         "Const", "Identity", "IdentityN", "StopGradient", "NoOp",
+                         "VariableV2", "Variable", "VarHandleOp", "ReadVariableOp",
+                         "Placeholder", "PlaceholderWithDefault"})
 
 #: fetched values that are in host memory already, whatever device made them
 _HOST_OUT = (np.generic, bytes, str, int, float, bool, type(None))
