@@ -39,7 +39,7 @@ class _Registered:
     __slots__ = ("handle", "session", "executor", "parts", "n_fetches", "straight_line",
                  "positions", "transfers", "answers_at_once", "no_expensive_kernel",
                  "pulled_together_keys", "pulled_together_count", "slow_answers",
-                 "recv_keys", "recvs_only", "send_tasks")
+                 "recv_keys", "recvs_only", "pushes_only_to", "runs_on_pushed")
 
     def __init__(self, handle: str, session: str, parts: list[tuple[Executor, list[int]]],
                  n_fetches: int, pull_together: Sequence[str] = (),
@@ -76,11 +76,18 @@ class _Registered:
             for ex, _ in parts for c in ex.nodes if c.node.type == "_Recv")
         self.recvs_only = (self.no_expensive_kernel and self.executor is not None and
                            not facts.waits)
-        #: the tasks its sends go to (None: a send to a device of no known task)
+        # the tasks its sends go to (None among them: a device of no known task)
         tasks = {task_of(str(c.node.node_attrs["recv_device"]))
                  for ex, _ in parts for c in ex.nodes if c.node.type == "_Send"}
-        self.send_tasks: frozenset[tuple[str, int]] | None = \
-            None if None in tasks else frozenset(tasks)  # type: ignore[arg-type]
+        lone = self.executor is not None
+        #: the one task it sends to, when it also receives nothing and runs straight
+        #: through: a step that pushes to that task runs apart (Worker._run_pushing)
+        self.pushes_only_to: tuple[str, int] | None = \
+            next(iter(tasks)) if (lone and self.straight_line and not self.recv_keys
+                                  and len(tasks) == 1) else None
+        #: it sends nothing and has a straight-line variant for steps whose receives
+        #: are all there (Worker._run_ready)
+        self.runs_on_pushed = lone and not tasks and parts[0][0].can_run_ready
         # per sending device: the keys of the receives pulled together (see
         # _WorkerRendezvous)
         names = set(pull_together)
@@ -529,9 +536,8 @@ class Worker:
             pushed_from = pushed_from | {request.pushed_in_from}
         if request.rendezvous is None and self.resolver is not None and reg.transfers:
             push_to = request.push_to
-            if (push_to is not None and stats is None and not pushed_from
-                    and reg.executor is not None and reg.straight_line
-                    and not reg.recv_keys and reg.send_tasks == {push_to}):
+            if (push_to is not None and push_to == reg.pushes_only_to and stats is None
+                    and not pushed_from):
                 return self._run_pushing(reg, step_id, args, push_to)
             pushed: list[tuple[str, Any]] = []
             out = self._run_in_cluster(reg, step_id, args, stats, timeout,
@@ -596,9 +602,8 @@ class Worker:
         receives pull from them (:class:`_WorkerRendezvous`), and with ``push_to`` the
         tensors sent to that task are taken into ``pushed``."""
         local = self._step_rendezvous(step_id)
-        ex = reg.executor
-        if (stats is None and ex is not None and reg.send_tasks == frozenset()
-                and ex.can_run_ready and self._recvs_ready(reg, local, pushed_from)):
+        if (reg.runs_on_pushed and stats is None
+                and self._recvs_ready(reg, local, pushed_from)):
             return self._run_ready(reg, step_id, args, local)
         rdv = _WorkerRendezvous(self, step_id, local, timeout, pushed_from,
                                 reg.pulled_together_count)
